@@ -1,0 +1,31 @@
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+
+.PHONY: venv demo test lint bench clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+demo: venv
+	$(BIN)/python examples/research_report/run_demo.py
+
+lint: venv
+	$(BIN)/ruff check prefect_waymark tests bench examples deployments
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q
+
+bench: venv
+	$(BIN)/python bench/bench_ledger.py
+	$(BIN)/python bench/bench_resume.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

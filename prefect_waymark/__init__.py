@@ -1,0 +1,75 @@
+"""prefect-waymark: resumable multi-week plans on Prefect 3.
+
+Importing this package is cheap (Prefect imports it when it looks up block types): the Prefect
+flow and tasks load only when :func:`run_plan` or the ``flows``/``tasks`` packages are used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    BranchBusyError,
+    LedgerError,
+    LedgerVersionError,
+    PlanError,
+    PlanProblem,
+    StepError,
+    TransitionError,
+    WaymarkError,
+)
+from .models import (
+    ActionReceipt,
+    GoalContract,
+    PlanStep,
+    ProgressEvent,
+    ProgressState,
+    StateRef,
+    StepStatus,
+)
+from .plan_api import Plan
+from .plan_loader import load_plan, validate_plan_data
+from .plan_spec import PlanSpec, StepSpec
+
+if TYPE_CHECKING:
+    from .flows.run_plan import run_plan
+    from .tasks.step_context import StepContext
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActionReceipt",
+    "BranchBusyError",
+    "GoalContract",
+    "LedgerError",
+    "LedgerVersionError",
+    "Plan",
+    "PlanError",
+    "PlanProblem",
+    "PlanSpec",
+    "PlanStep",
+    "ProgressEvent",
+    "ProgressState",
+    "StateRef",
+    "StepContext",
+    "StepError",
+    "StepSpec",
+    "StepStatus",
+    "TransitionError",
+    "WaymarkError",
+    "load_plan",
+    "run_plan",
+    "validate_plan_data",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "run_plan":
+        from .flows.run_plan import run_plan
+
+        return run_plan
+    if name == "StepContext":
+        from .tasks.step_context import StepContext
+
+        return StepContext
+    raise AttributeError(f"module 'prefect_waymark' has no attribute {name!r}")

@@ -1,0 +1,46 @@
+"""Helpers shared by the CLI commands: loading plans and ledgers with exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from .. import exit_codes
+from ..errors import LedgerError, PlanError
+from ..ledger import Ledger, open_ledger, resolve_ledger_url
+from ..plan_loader import load_plan
+from ..plan_spec import PlanSpec
+
+
+def fail(message: str, code: int = exit_codes.BAD_INPUT) -> NoReturn:
+    print(f"waymark: {message}", file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def load_or_exit(plan_path: Path) -> PlanSpec:
+    try:
+        return load_plan(plan_path)
+    except PlanError as exc:
+        fail(str(exc))
+
+
+def workdir_for(plan: PlanSpec, workdir: Path | None) -> Path:
+    base = workdir if workdir is not None else (plan.base_dir or Path.cwd())
+    return base.resolve()
+
+
+def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | None:
+    """Open the ledger; with ``create=False`` a ledger that does not exist yet gives ``None``."""
+    resolved = resolve_ledger_url(url, workdir)
+    if not create and resolved.startswith("sqlite:///"):
+        if not Path(resolved.removeprefix("sqlite:///")).exists():
+            return None
+    try:
+        return open_ledger(resolved, create=create)
+    except LedgerError as exc:
+        if not create and "no ledger tables" in str(exc):
+            return None
+        fail(str(exc))

@@ -1,0 +1,236 @@
+"""``waymark`` commands: validate, schema, status, run/resume, rerun, server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .. import exit_codes
+from ._common import fail, load_or_exit, open_or_exit, workdir_for
+
+app = typer.Typer(
+    name="waymark",
+    help="Run long multi-week plans on Prefect and resume them where they stopped.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+PlanArg = Annotated[Path, typer.Argument(help="Plan file (YAML or JSON).")]
+WorkdirOpt = Annotated[
+    Optional[Path], typer.Option("--workdir", help="Working folder (default: the plan's folder).")
+]
+LedgerOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--ledger",
+        help="Ledger SQLAlchemy URL (default: $WAYMARK_LEDGER_URL, else "
+        "sqlite:///<workdir>/.waymark/ledger.db).",
+    ),
+]
+
+
+@app.command()
+def validate(plan: PlanArg) -> None:
+    """Check a plan file; print every problem. Writes nothing."""
+    spec = load_or_exit(plan)
+    print(f"{plan}: valid plan {spec.plan_id!r} with {len(spec.steps)} steps")
+
+
+@app.command()
+def schema() -> None:
+    """Print the plan file's JSON Schema."""
+    from ..plan_spec import PlanSpec
+
+    doc = PlanSpec.model_json_schema()
+    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    doc["title"] = "prefect-waymark plan"
+    print(json.dumps(doc, indent=2))
+
+
+@app.command()
+def status(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Fold all events again and rewrite the active view.")
+    ] = False,
+) -> None:
+    """Show each step's status from the ledger. Never starts Prefect; creates nothing."""
+    from ..progress_view import build_view
+    from .status_output import print_json, print_table
+
+    spec = load_or_exit(plan)
+    wd = workdir_for(spec, workdir)
+    led = open_or_exit(ledger, wd, create=False)
+    extra: dict[str, Any] = {}
+    if led is None:
+        states = {}
+    else:
+        with led:
+            if rebuild:
+                before = led.step_states(spec.plan_id)
+                states = led.rebuild(spec.plan_id, write=True)
+                extra["rebuilt"] = {"steps": len(states), "changed": before != states}
+            else:
+                states = led.step_states(spec.plan_id)
+            last = led.last_event(spec.plan_id, ["run_finished"])
+            if last is not None:
+                extra["last_run"] = {"at": last.at.isoformat(), **last.data}
+    view = build_view(spec, states)
+    if as_json:
+        print_json(view, extra)
+    else:
+        print_table(view, extra)
+    if view.complete:
+        code = exit_codes.OK
+    elif view.needs_review:
+        code = exit_codes.NEEDS_REVIEW
+    elif any(s.status == "failed" for s in view.steps):
+        code = exit_codes.STEP_FAILED
+    else:
+        code = exit_codes.OK
+    raise typer.Exit(code)
+
+
+def _run(
+    plan: Path,
+    workdir: Optional[Path],
+    ledger: Optional[str],
+    max_steps: Optional[int],
+    until: Optional[str],
+    executor: Optional[str],
+) -> None:
+    spec = load_or_exit(plan)
+    if until is not None and until not in {s.id for s in spec.steps}:
+        fail(f"--until: unknown step {until!r} in {plan}")
+    if max_steps is not None and max_steps < 1:
+        fail("--max-steps: expected a number >= 1")
+    from ..runner import run_from_cli
+
+    code = run_from_cli(
+        plan_path=plan,
+        workdir=workdir_for(spec, workdir),
+        ledger_url=ledger,
+        max_steps=max_steps,
+        until=until,
+        executor=executor,
+    )
+    raise typer.Exit(code)
+
+
+MaxStepsOpt = Annotated[
+    Optional[int], typer.Option("--max-steps", help="Run at most N steps, then stop (exit 3).")
+]
+UntilOpt = Annotated[
+    Optional[str], typer.Option("--until", help="Stop once this step (and what it needs) is done.")
+]
+ExecutorOpt = Annotated[
+    Optional[str], typer.Option("--executor", help="Who runs this (default: user@host).")
+]
+
+
+@app.command()
+def run(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    max_steps: MaxStepsOpt = None,
+    until: UntilOpt = None,
+    executor: ExecutorOpt = None,
+) -> None:
+    """Run a plan, or continue it where the last run stopped.
+
+    Exit codes: 0 completed, 1 a step failed, 2 bad input, 3 stopped with steps remaining,
+    4 stopped for review.
+    """
+    _run(plan, workdir, ledger, max_steps, until, executor)
+
+
+@app.command()
+def resume(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    max_steps: MaxStepsOpt = None,
+    until: UntilOpt = None,
+    executor: ExecutorOpt = None,
+) -> None:
+    """Same as ``run``: continue the plan where the last run stopped."""
+    _run(plan, workdir, ledger, max_steps, until, executor)
+
+
+@app.command()
+def rerun(
+    plan: PlanArg,
+    step: Annotated[str, typer.Argument(help="Step id to run again.")],
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
+    by: Annotated[Optional[str], typer.Option("--by", help="Who asks (default: user@host).")] = None,
+) -> None:
+    """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
+    from ..errors import TransitionError
+    from ..identity import default_executor
+
+    spec = load_or_exit(plan)
+    if step not in {s.id for s in spec.steps}:
+        fail(f"unknown step {step!r} in {plan}")
+    led = open_or_exit(ledger, workdir_for(spec, workdir), create=True)
+    assert led is not None
+    with led:
+        try:
+            led.record(
+                spec.plan_id,
+                "step_rerun_requested",
+                step_id=step,
+                branch=spec.step(step).branch,
+                by=by or default_executor(),
+                reason=reason,
+            )
+        except TransitionError as exc:
+            fail(str(exc))
+    print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
+
+
+server_app = typer.Typer(help="A local Prefect server that waymark runs reuse.", no_args_is_help=True)
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("start")
+def server_start() -> None:
+    """Start (or find) the local Prefect server and print its API URL."""
+    from ..local_server import ensure_local_server
+
+    info = ensure_local_server(echo=True)
+    print(info.api_url)
+
+
+@server_app.command("stop")
+def server_stop() -> None:
+    """Stop the local Prefect server waymark started."""
+    from ..local_server import stop_local_server
+
+    print("stopped" if stop_local_server() else "no local server was running")
+
+
+@server_app.command("status")
+def server_status() -> None:
+    """Say whether the local Prefect server is up, and where."""
+    from ..local_server import find_local_server
+
+    info = find_local_server()
+    if info is None:
+        print("no local server running")
+        raise typer.Exit(1)
+    print(f"{info.api_url} (pid {info.pid}); UI at {info.ui_url}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

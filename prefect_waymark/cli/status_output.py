@@ -1,0 +1,75 @@
+"""Rendering of ``waymark status``: a rich table, or one JSON document."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..progress_view import PlanView
+
+_STYLE = {
+    "completed": "green",
+    "in_progress": "cyan",
+    "failed": "red",
+    "needs_review": "magenta",
+    "blocked": "yellow",
+    "pending": "",
+}
+
+
+def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "plan_id": view.plan_id,
+        "title": view.title,
+        "complete": view.complete,
+        "current_step": view.current_step,
+        "next_step": view.next_step,
+        "active_milestone": view.active_milestone,
+        "blocked": view.blocked,
+        "needs_review": view.needs_review,
+        "counts": view.counts,
+        "steps": [s.model_dump() for s in view.steps],
+    }
+    doc.update(extra)
+    return doc
+
+
+def print_json(view: PlanView, extra: dict[str, Any]) -> None:
+    print(json.dumps(status_document(view, extra), indent=2, default=str))
+
+
+def print_table(view: PlanView, extra: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console(width=120)
+    title = f"{view.plan_id}" + (f" — {view.title}" if view.title else "")
+    table = Table(title=title, title_justify="left")
+    for col in ("step", "status", "owner", "branch", "last event"):
+        table.add_column(col)
+    for s in view.steps:
+        status = s.status + (" (definition changed)" if s.definition_changed else "")
+        style = _STYLE.get(s.status, "")
+        table.add_row(
+            s.id,
+            f"[{style}]{status}[/]" if style else status,
+            s.owner or "",
+            s.branch,
+            (s.last_event_at or "")[:19].replace("T", " "),
+        )
+    console.print(table)
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(view.counts.items()))
+    console.print(f"steps: {counts}")
+    current = ", ".join(f"{b}: {sid}" for b, sid in sorted(view.current_step.items()))
+    console.print(f"current step: {current or 'none'}")
+    console.print(f"next step: {view.next_step or ('none — plan complete' if view.complete else 'none')}")
+    if view.blocked:
+        console.print("blocked: " + ", ".join(view.blocked))
+    for item in view.needs_review:
+        console.print(f"[magenta]needs review[/]: {item['step']}: {item.get('reason')}")
+    for s in view.steps:
+        if s.status == "failed" and s.error:
+            console.print(f"[red]failed[/]: {s.id}: {s.error}")
+    if extra.get("last_run"):
+        lr = extra["last_run"]
+        console.print(f"last run: {lr.get('result')} at {lr.get('at')} by {lr.get('executor')}")

@@ -1,0 +1,271 @@
+"""The scheduler inside ``run_plan``: starts ready steps in dependency order, one in_progress per
+branch (held by the ledger), branches concurrently, and records every outcome."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefect.futures import PrefectFuture
+
+from ..errors import BranchBusyError, TransitionError
+from ..ledger.base import this_host
+from ..plan_spec import PlanSpec
+from ..results import ResultAccess, StorageSpec
+from ..tasks.cache_policy import step_result_key
+from ..tasks.step_task import StepRuntime, step_task
+
+__all__ = ["LoopOutcome", "PlanLoop", "hash_outputs"]
+
+
+def hash_outputs(workdir: Path, outputs: list[str]) -> dict[str, str]:
+    """sha256 of each declared output; ``absent`` for a missing file."""
+    hashed: dict[str, str] = {}
+    for rel in outputs:
+        path = workdir / rel
+        try:
+            hashed[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except (FileNotFoundError, IsADirectoryError):
+            hashed[rel] = "absent"
+    return hashed
+
+
+@dataclass
+class LoopOutcome:
+    executed: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    needs_review: list[str] = field(default_factory=list)
+    stopped_by: str | None = None
+
+
+class PlanLoop:
+    """Runs the plan's remaining steps within a Prefect flow run."""
+
+    def __init__(
+        self,
+        runtime: StepRuntime,
+        storage: StorageSpec,
+        results: ResultAccess,
+        logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+        *,
+        max_steps: int | None = None,
+        until: str | None = None,
+        poll_seconds: float = 0.2,
+        lease_seconds: float = 60.0,
+    ) -> None:
+        self.rt = runtime
+        self.plan: PlanSpec = runtime.plan
+        self.ledger = runtime.ledger
+        self.storage = storage
+        self.results = results
+        self.log = logger
+        self.max_steps = max_steps
+        self.until = until
+        self.poll = poll_seconds
+        self.lease = lease_seconds
+        self.hashes = self.plan.step_hashes()
+        self.order = self.plan.topological_order()
+        self.specs = {s.id: s for s in self.plan.steps}
+        self.targets = self._targets()
+        self.values: dict[str, Any] = {}
+        self.status: dict[str, str] = {}
+        self.generation: dict[str, int] = {}
+        self.result_keys: dict[str, str | None] = {}
+        self._refresh()
+
+    def _targets(self) -> set[str]:
+        if self.until is None:
+            return set(self.order)
+        wanted, stack = set(), [self.until]
+        while stack:
+            sid = stack.pop()
+            if sid not in wanted:
+                wanted.add(sid)
+                stack.extend(self.specs[sid].depends_on)
+        return wanted
+
+    def _refresh(self, only: str | None = None) -> None:
+        states = self.ledger.step_states(self.plan.plan_id)
+        for sid in [only] if only else self.order:
+            st = states.get(sid)
+            self.status[sid] = st.status if st else "pending"
+            self.generation[sid] = st.generation if st else 0
+            self.result_keys[sid] = st.result_key if st else None
+
+    def _upstream(self, sid: str) -> dict[str, Any] | None:
+        """Upstream values, from this run or from persisted results; None if one is unreadable."""
+        values: dict[str, Any] = {}
+        for dep in self.specs[sid].depends_on:
+            if dep in self.values:
+                values[dep] = self.values[dep]
+                continue
+            key = self.result_keys.get(dep)
+            try:
+                if key is None:
+                    raise FileNotFoundError("no result key recorded")
+                values[dep] = self.values[dep] = self.results.read(key)
+            except Exception as exc:  # noqa: BLE001 - any storage error means: cannot trust it
+                dspec = self.specs[dep]
+                self.ledger.record(
+                    self.plan.plan_id,
+                    "step_needs_review",
+                    step_id=dep,
+                    branch=dspec.branch,
+                    run_id=self.rt.run_id,
+                    reason=f"persisted result is missing or unreadable: {exc}",
+                    details={"result_key": key or "", "needed_by": sid},
+                )
+                self.status[dep] = "needs_review"
+                return None
+        return values
+
+    def run(self) -> LoopOutcome:
+        out = LoopOutcome(skipped=[s for s in self.order if self.status[s] == "completed"])
+        running: dict[PrefectFuture[Any], str] = {}
+        active: set[str] = set()
+        busy_until: dict[str, float] = {}
+        failed_here: set[str] = set()
+        started = 0
+        last_renew = time.monotonic()
+        while True:
+            review_stop = any(v == "needs_review" for v in self.status.values())
+            budget_left = self.max_steps is None or started < self.max_steps
+            waiting = False
+            if not review_stop:
+                now = time.monotonic()
+                for sid in self.order:
+                    spec = self.specs[sid]
+                    if sid not in self.targets or sid in failed_here:
+                        continue
+                    if self.status[sid] not in ("pending", "failed"):
+                        continue
+                    if any(self.status[d] != "completed" for d in spec.depends_on):
+                        continue
+                    if spec.branch in active:
+                        continue
+                    if busy_until.get(spec.branch, 0) > now:
+                        waiting = True
+                        continue
+                    if not budget_left:
+                        out.stopped_by = "max-steps"
+                        break
+                    fut = self._start(sid, busy_until)
+                    if fut is None:
+                        waiting = waiting or spec.branch in busy_until
+                        if any(v == "needs_review" for v in self.status.values()):
+                            break
+                        continue
+                    running[fut] = sid
+                    active.add(spec.branch)
+                    started += 1
+                    budget_left = self.max_steps is None or started < self.max_steps
+            if not running:
+                if waiting and not review_stop:
+                    time.sleep(self.poll)
+                    self._refresh()
+                    continue
+                break
+            done, _ = wait(
+                [f.wrapped_future for f in running],  # type: ignore[attr-defined]
+                timeout=self.poll,
+                return_when=FIRST_COMPLETED,
+            )
+            for fut in [f for f in running if f.wrapped_future in done]:  # type: ignore[attr-defined]
+                sid = running.pop(fut)
+                active.discard(self.specs[sid].branch)
+                self._finish(sid, fut, out, failed_here)
+            if time.monotonic() - last_renew > self.lease / 3:
+                self.ledger.renew(self.rt.run_id, self.lease)
+                last_renew = time.monotonic()
+            if busy_until:
+                self._refresh()
+                busy_until = {b: t for b, t in busy_until.items() if t > time.monotonic()}
+        out.needs_review = [s for s in self.order if self.status[s] == "needs_review"]
+        if out.stopped_by is None and self.until is not None:
+            if any(self.status[s] != "completed" for s in self.order):
+                out.stopped_by = "until"
+        return out
+
+    def _start(self, sid: str, busy_until: dict[str, float]) -> PrefectFuture[Any] | None:
+        spec = self.specs[sid]
+        upstream = self._upstream(sid)
+        if upstream is None:
+            return None
+        key = step_result_key(self.plan.plan_id, sid, self.hashes[sid], self.generation[sid])
+        try:
+            self.ledger.record(
+                self.plan.plan_id,
+                "step_started",
+                step_id=sid,
+                branch=spec.branch,
+                run_id=self.rt.run_id,
+                lease_seconds=self.lease,
+                def_hash=self.hashes[sid],
+                result_key=key,
+                host=this_host(),
+                pid=os.getpid(),
+            )
+        except BranchBusyError as exc:
+            self.log.info("branch %s is busy: %s; waiting", spec.branch, exc)
+            busy_until[spec.branch] = time.monotonic() + self.poll
+            return None
+        except TransitionError:
+            self._refresh(sid)  # another runner moved it on; take its word
+            return None
+        self.status[sid] = "in_progress"
+        self.result_keys[sid] = key
+        task = step_task(spec, key, self.storage)
+        return task.submit(self.rt, sid, upstream)
+
+    def _finish(
+        self, sid: str, fut: PrefectFuture[Any], out: LoopOutcome, failed_here: set[str]
+    ) -> None:
+        spec = self.specs[sid]
+        fut.wait()
+        state = fut.state
+        common = {
+            "step_id": sid,
+            "branch": spec.branch,
+            "run_id": self.rt.run_id,
+        }
+        if state.is_completed():
+            value = state.result()
+            cached = state.name == "Cached"
+            tail = value.get("stdout") if isinstance(value, dict) and spec.run else None
+            self.ledger.record(
+                self.plan.plan_id,
+                "step_completed",
+                def_hash=self.hashes[sid],
+                result_key=self.result_keys[sid],
+                cached=cached,
+                output_tail=tail,
+                outputs=hash_outputs(self.rt.workdir, spec.outputs),
+                **common,
+            )
+            self.values[sid] = value
+            self.status[sid] = "completed"
+            (out.cached if cached else out.executed).append(sid)
+            return
+        exc = state.result(raise_on_failure=False)
+        error = (
+            f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
+        )
+        self.ledger.record(
+            self.plan.plan_id,
+            "step_failed",
+            error=error,
+            output_tail=getattr(exc, "output_tail", None),
+            **common,
+        )
+        self.log.error("step %s failed: %s", sid, error)
+        self.status[sid] = "failed"
+        failed_here.add(sid)
+        out.failed.append(sid)

@@ -1,0 +1,80 @@
+"""Storage tables of the ledger. Private: not imported by the package ``__init__`` so these
+tables never land in a user's ``SQLModel.metadata``."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Index, MetaData, Text
+from sqlmodel import Field, SQLModel
+
+# A metadata of our own keeps the tables out of the user's SQLModel.metadata.
+metadata = MetaData()
+
+
+class _Base(SQLModel):
+    metadata = metadata
+
+
+class MetaRow(_Base, table=True):
+    __tablename__ = "waymark_meta"
+
+    key: str = Field(primary_key=True, max_length=64)
+    value: str = Field(max_length=256)
+
+
+class EventRow(_Base, table=True):
+    """One append-only progress event. Never updated, never deleted."""
+
+    __tablename__ = "waymark_events"
+    __table_args__ = (
+        Index("ix_waymark_events_plan_seq", "plan_id", "seq"),
+        Index("ix_waymark_events_plan_step_seq", "plan_id", "step_id", "seq"),
+    )
+
+    seq: int | None = Field(default=None, primary_key=True)
+    plan_id: str = Field(max_length=200)
+    step_id: str | None = Field(default=None, max_length=200)
+    branch: str | None = Field(default=None, max_length=200)
+    kind: str = Field(max_length=64)
+    run_id: str | None = Field(default=None, max_length=64)
+    at: str = Field(max_length=40)
+    data: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class StepRow(_Base, table=True):
+    """Projection of the events: the active view of one step. Rebuildable from events."""
+
+    __tablename__ = "waymark_steps"
+
+    plan_id: str = Field(primary_key=True, max_length=200)
+    step_id: str = Field(primary_key=True, max_length=200)
+    last_seq: int
+    state: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class HoldRow(_Base, table=True):
+    """The single in_progress slot of a (plan, branch). The primary key is the guarantee."""
+
+    __tablename__ = "waymark_holds"
+
+    plan_id: str = Field(primary_key=True, max_length=200)
+    branch: str = Field(primary_key=True, max_length=200)
+    step_id: str = Field(max_length=200)
+    run_id: str = Field(max_length=64)
+    host: str = Field(max_length=255)
+    pid: int
+    since: str = Field(max_length=40)
+    lease_until: float
+
+
+class ReceiptRow(_Base, table=True):
+    """Receipts of irreversible actions; the unique key is what makes an action happen once."""
+
+    __tablename__ = "waymark_receipts"
+
+    key: str = Field(primary_key=True, max_length=400)
+    plan_id: str = Field(max_length=200)
+    step_id: str = Field(max_length=200)
+    action: str = Field(max_length=200)
+    state: str = Field(max_length=16)  # intent | applied
+    run_id: str = Field(max_length=64)
+    data: str = Field(sa_column=Column(Text, nullable=False))

@@ -1,0 +1,129 @@
+"""The ledger interface: append-only progress events plus the projections derived from them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import ProgressEvent
+from .step_state import StepState
+
+__all__ = ["SCHEMA_VERSION", "Hold", "Ledger", "pid_alive", "this_host"]
+
+SCHEMA_VERSION = 1
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with this pid exists here and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A branch's in_progress slot, held by one step of one run."""
+
+    plan_id: str
+    branch: str
+    step_id: str
+    run_id: str
+    host: str
+    pid: int
+    since: str
+    lease_until: float
+
+    def is_stale(self, now: float | None = None) -> bool:
+        """The holder is gone: its lease ran out, or it ran here and its process is dead."""
+        if (now if now is not None else time.time()) > self.lease_until:
+            return True
+        return self.host == this_host() and not pid_alive(self.pid)
+
+
+class Ledger(ABC):
+    """Append-only progress events for plans; one implementation per storage back-end.
+
+    Every write is one transaction that appends an event and updates the step's projection;
+    events are never updated or deleted, and :meth:`rebuild` folds them again from scratch.
+    """
+
+    url: str
+
+    @abstractmethod
+    def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
+        """Append one event; step events are checked against the step's status first.
+
+        ``step_started`` also takes the branch's in_progress slot (raises
+        :class:`~prefect_waymark.errors.BranchBusyError` if another step holds it); completing,
+        failing or interrupting a step releases it.
+        """
+
+    @abstractmethod
+    def events(
+        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[str] | None = None
+    ) -> list[ProgressEvent]:
+        """Events of a plan in append order."""
+
+    @abstractmethod
+    def last_event(self, plan_id: str, kinds: Iterable[str]) -> ProgressEvent | None:
+        """The newest event of one of ``kinds``."""
+
+    @abstractmethod
+    def step_states(self, plan_id: str) -> dict[str, StepState]:
+        """The projection: the active view of each step that has events."""
+
+    @abstractmethod
+    def holds(self, plan_id: str) -> list[Hold]:
+        """The branches' in_progress slots currently held."""
+
+    @abstractmethod
+    def renew(self, run_id: str, lease_seconds: float) -> int:
+        """Extend the leases of every slot ``run_id`` holds; return how many."""
+
+    @abstractmethod
+    def rebuild(self, plan_id: str, *, write: bool = False) -> dict[str, StepState]:
+        """Fold the plan's events again; with ``write`` replace the projection with the result."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+    def record(
+        self,
+        plan_id: str,
+        kind: str,
+        *,
+        step_id: str | None = None,
+        branch: str | None = None,
+        run_id: str | None = None,
+        lease_seconds: float = 60.0,
+        **data: Any,
+    ) -> ProgressEvent:
+        """Shorthand for :meth:`append`."""
+        event = ProgressEvent(
+            plan_id=plan_id, kind=kind, step_id=step_id, branch=branch, run_id=run_id, data=data
+        )
+        return self.append(event, lease_seconds=lease_seconds)
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,298 @@
+"""The SQL ledger: SQLite (WAL, the embedded default) or PostgreSQL through psycopg 3."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, event, func, inspect, insert, select, update
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+
+from ..errors import BranchBusyError, LedgerError, LedgerVersionError
+from ..models import ProgressEvent
+from . import _tables as t
+from .base import SCHEMA_VERSION, Hold, Ledger, this_host
+from .step_state import STEP_EVENT_KINDS, StepState, apply_event, check_transition
+
+__all__ = ["SqlLedger"]
+
+_RELEASES = frozenset({"step_completed", "step_failed", "step_interrupted"})
+_ev = t.EventRow.__table__  # type: ignore[attr-defined]
+_steps = t.StepRow.__table__  # type: ignore[attr-defined]
+_holds = t.HoldRow.__table__  # type: ignore[attr-defined]
+_meta = t.MetaRow.__table__  # type: ignore[attr-defined]
+
+
+def _sqlite_engine(url: str) -> Engine:
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA busy_timeout=60000")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Take the write lock up front: concurrent writers queue instead of failing mid-way.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _row_event(row: Any) -> ProgressEvent:
+    return ProgressEvent(
+        seq=row.seq,
+        plan_id=row.plan_id,
+        step_id=row.step_id,
+        branch=row.branch,
+        kind=row.kind,
+        run_id=row.run_id,
+        at=datetime.fromisoformat(row.at),
+        data=json.loads(row.data),
+    )
+
+
+class SqlLedger(Ledger):
+    """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self.url = url
+        parsed = make_url(url)
+        self._sqlite = parsed.get_backend_name() == "sqlite"
+        if self._sqlite:
+            db = parsed.database or ""
+            if db and db != ":memory:":
+                path = Path(db)
+                if create:
+                    try:
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                    except OSError as exc:
+                        raise LedgerError(f"cannot create the ledger folder {path.parent}: {exc}")
+                    if path.parent.exists() and not os.access(path.parent, os.W_OK):
+                        raise LedgerError(f"cannot write the ledger at {path}: folder not writable")
+                elif not path.exists():
+                    raise LedgerError(f"no ledger at {path}")
+            self._engine = _sqlite_engine(url)
+        else:
+            from sqlalchemy import create_engine
+
+            try:
+                self._engine = create_engine(url, pool_pre_ping=True)
+            except (SQLAlchemyError, ImportError) as exc:
+                raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
+        try:
+            self._prepare(create)
+        except OperationalError as exc:
+            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
+
+    def _safe_url(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def _prepare(self, create: bool) -> None:
+        if create:
+            t.metadata.create_all(self._engine)
+        elif not inspect(self._engine).has_table("waymark_meta"):
+            raise LedgerError(f"no ledger tables in {self._safe_url()}")
+        with self._engine.begin() as conn:
+            row = conn.execute(select(_meta.c.value).where(_meta.c.key == "schema_version")).first()
+            if row is None:
+                if create:
+                    try:
+                        conn.execute(
+                            insert(_meta).values(key="schema_version", value=str(SCHEMA_VERSION))
+                        )
+                    except IntegrityError:
+                        pass
+                return
+            found = int(row.value)
+        if found > SCHEMA_VERSION:
+            raise LedgerVersionError(
+                f"the ledger {self._safe_url()} has schema version {found}, written by a newer "
+                f"prefect-waymark; this version reads up to {SCHEMA_VERSION}: upgrade prefect-waymark"
+            )
+
+    # -- writes --------------------------------------------------------------------------
+    def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
+        try:
+            with self._engine.begin() as conn:
+                return self._append(conn, event, lease_seconds)
+        except OperationalError as exc:
+            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
+
+    def _append(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> ProgressEvent:
+        state: StepState | None = None
+        if ev.kind in STEP_EVENT_KINDS:
+            if ev.step_id is None:
+                raise LedgerError(f"a {ev.kind} event needs a step_id")
+            if ev.kind == "step_started":
+                self._take_hold(conn, ev, lease_seconds)
+            row = conn.execute(
+                select(_steps.c.state)
+                .where(_steps.c.plan_id == ev.plan_id, _steps.c.step_id == ev.step_id)
+                .with_for_update()
+            ).first()
+            state = StepState.model_validate_json(row.state) if row is not None else None
+            check_transition(state, ev)
+            if ev.kind in _RELEASES or (
+                ev.kind == "step_needs_review" and state is not None and state.status == "in_progress"
+            ):
+                self._release_hold(conn, ev, state)
+        values = {
+            "plan_id": ev.plan_id,
+            "step_id": ev.step_id,
+            "branch": ev.branch,
+            "kind": ev.kind,
+            "run_id": ev.run_id,
+            "at": ev.at.isoformat(),
+            "data": json.dumps(ev.data, default=str, sort_keys=True),
+        }
+        seq = conn.execute(insert(_ev).values(**values).returning(_ev.c.seq)).scalar_one()
+        stored = ev.model_copy(update={"seq": seq})
+        if ev.kind in STEP_EVENT_KINDS:
+            new = apply_event(state, stored)
+            blob = new.model_dump_json()
+            if state is None:
+                conn.execute(
+                    insert(_steps).values(
+                        plan_id=ev.plan_id, step_id=ev.step_id, last_seq=seq, state=blob
+                    )
+                )
+            else:
+                conn.execute(
+                    update(_steps)
+                    .where(_steps.c.plan_id == ev.plan_id, _steps.c.step_id == ev.step_id)
+                    .values(last_seq=seq, state=blob)
+                )
+        return stored
+
+    def _take_hold(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> None:
+        branch = ev.branch or "main"
+        values = {
+            "plan_id": ev.plan_id,
+            "branch": branch,
+            "step_id": ev.step_id,
+            "run_id": ev.run_id or "",
+            "host": str(ev.data.get("host") or this_host()),
+            "pid": int(ev.data.get("pid") or os.getpid()),
+            "since": ev.at.isoformat(),
+            "lease_until": time.time() + lease_seconds,
+        }
+        try:
+            with conn.begin_nested():
+                conn.execute(insert(_holds).values(**values))
+        except IntegrityError:
+            holder = conn.execute(
+                select(_holds).where(_holds.c.plan_id == ev.plan_id, _holds.c.branch == branch)
+            ).first()
+            raise BranchBusyError(
+                ev.plan_id,
+                branch,
+                holder.step_id if holder else "?",
+                holder.run_id if holder else "?",
+            ) from None
+
+    def _release_hold(self, conn: Connection, ev: ProgressEvent, state: StepState | None) -> None:
+        branch = ev.branch or (state.branch if state else None) or "main"
+        owner = ev.data.get("dead_run") if ev.kind == "step_interrupted" else ev.run_id
+        deleted = conn.execute(
+            delete(_holds).where(
+                _holds.c.plan_id == ev.plan_id,
+                _holds.c.branch == branch,
+                _holds.c.step_id == ev.step_id,
+                _holds.c.run_id == (owner or ""),
+            )
+        ).rowcount
+        if deleted != 1:
+            raise LedgerError(
+                f"step {ev.step_id!r} of plan {ev.plan_id!r}: branch {branch!r} is not held by run "
+                f"{owner}; another run took it over (its lease ran out?)"
+            )
+
+    def renew(self, run_id: str, lease_seconds: float) -> int:
+        with self._engine.begin() as conn:
+            return int(
+                conn.execute(
+                    update(_holds)
+                    .where(_holds.c.run_id == run_id)
+                    .values(lease_until=time.time() + lease_seconds)
+                ).rowcount
+            )
+
+    def rebuild(self, plan_id: str, *, write: bool = False) -> dict[str, StepState]:
+        states: dict[str, StepState] = {}
+        last: dict[str, int] = {}
+        for ev in self.events(plan_id, kinds=STEP_EVENT_KINDS):
+            assert ev.step_id is not None and ev.seq is not None
+            states[ev.step_id] = apply_event(states.get(ev.step_id), ev)
+            last[ev.step_id] = ev.seq
+        if write:
+            with self._engine.begin() as conn:
+                conn.execute(delete(_steps).where(_steps.c.plan_id == plan_id))
+                for step_id, st in states.items():
+                    conn.execute(
+                        insert(_steps).values(
+                            plan_id=plan_id,
+                            step_id=step_id,
+                            last_seq=last[step_id],
+                            state=st.model_dump_json(),
+                        )
+                    )
+        return states
+
+    # -- reads ---------------------------------------------------------------------------
+    def events(
+        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[str] | None = None
+    ) -> list[ProgressEvent]:
+        q = select(_ev).where(_ev.c.plan_id == plan_id, _ev.c.seq > after_seq)
+        if kinds is not None:
+            q = q.where(_ev.c.kind.in_(list(kinds)))
+        with self._engine.connect() as conn:
+            return [_row_event(r) for r in conn.execute(q.order_by(_ev.c.seq))]
+
+    def last_event(self, plan_id: str, kinds: Iterable[str]) -> ProgressEvent | None:
+        q = (
+            select(_ev)
+            .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(list(kinds)))
+            .order_by(_ev.c.seq.desc())
+            .limit(1)
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(q).first()
+        return _row_event(row) if row is not None else None
+
+    def count_events(self, plan_id: str) -> int:
+        with self._engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
+                ).scalar_one()
+            )
+
+    def step_states(self, plan_id: str) -> dict[str, StepState]:
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(_steps.c.state).where(_steps.c.plan_id == plan_id))
+            states = [StepState.model_validate_json(r.state) for r in rows]
+        return {s.step_id: s for s in states}
+
+    def holds(self, plan_id: str) -> list[Hold]:
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(_holds).where(_holds.c.plan_id == plan_id)).all()
+        return [
+            Hold(r.plan_id, r.branch, r.step_id, r.run_id, r.host, r.pid, r.since, r.lease_until)
+            for r in rows
+        ]
+
+    def close(self) -> None:
+        self._engine.dispose()

@@ -1,0 +1,146 @@
+"""The active view of one step, folded from its events. Pure functions: the ledger applies them
+on every append and :meth:`Ledger.rebuild` applies them to the whole event history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..errors import TransitionError
+from ..models import ProgressEvent
+
+__all__ = ["STEP_EVENT_KINDS", "StepState", "apply_event", "check_transition"]
+
+STEP_EVENT_KINDS = frozenset(
+    {
+        "step_started",
+        "step_attempt_failed",
+        "step_completed",
+        "step_failed",
+        "step_interrupted",
+        "step_needs_review",
+        "step_rerun_requested",
+        "step_review_accepted",
+        "step_refused",
+    }
+)
+
+# Which statuses each event may follow. ``None`` means any status.
+_ALLOWED_FROM: dict[str, frozenset[str] | None] = {
+    "step_started": frozenset({"pending", "failed"}),
+    "step_attempt_failed": frozenset({"in_progress"}),
+    "step_completed": frozenset({"in_progress"}),
+    "step_failed": frozenset({"in_progress"}),
+    "step_interrupted": frozenset({"in_progress"}),
+    "step_needs_review": frozenset({"pending", "failed", "completed", "in_progress"}),
+    "step_rerun_requested": frozenset({"pending", "failed", "completed", "needs_review"}),
+    "step_review_accepted": frozenset({"needs_review"}),
+    "step_refused": frozenset({"pending", "failed"}),
+}
+
+_HINTS = {
+    "step_started": "a completed step runs again only after an explicit `waymark rerun`",
+}
+
+
+class StepState(BaseModel):
+    """What the ledger knows about one step."""
+
+    step_id: str
+    branch: str | None = None
+    status: str = "pending"
+    last_event: str | None = None
+    last_at: str | None = None
+    run_id: str | None = None
+    attempts: int = 0
+    error: str | None = None
+    review_reason: str | None = None
+    review_data: dict[str, Any] = Field(default_factory=dict)
+    def_hash: str | None = None
+    result_key: str | None = None
+    generation: int = 0
+    cached: bool = False
+    interrupted: int = 0
+    completed_at: str | None = None
+    output_tail: str | None = None
+    outputs: dict[str, str] = Field(default_factory=dict)
+    receipts: list[dict[str, Any]] = Field(default_factory=list)
+    status_before_review: str | None = None
+
+
+def check_transition(state: StepState | None, event: ProgressEvent) -> None:
+    """Raise :class:`TransitionError` if ``event`` may not follow the step's current status."""
+    allowed = _ALLOWED_FROM.get(event.kind)
+    current = state.status if state is not None else "pending"
+    if allowed is not None and current not in allowed:
+        wanted = event.kind.removeprefix("step_")
+        raise TransitionError(
+            event.plan_id, event.step_id or "?", current, wanted, _HINTS.get(event.kind, "")
+        )
+
+
+def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
+    """Return the step's state after ``event``."""
+    s = (state or StepState(step_id=event.step_id or "")).model_copy(deep=True)
+    d = event.data
+    s.last_event = event.kind
+    s.last_at = event.at.isoformat()
+    if event.branch is not None:
+        s.branch = event.branch
+    kind = event.kind
+    if kind == "step_started":
+        s.status = "in_progress"
+        s.run_id = event.run_id
+        s.attempts = 0
+        s.error = None
+        s.review_reason = None
+        s.review_data = {}
+        s.def_hash = d.get("def_hash", s.def_hash)
+        s.result_key = d.get("result_key", s.result_key)
+    elif kind == "step_attempt_failed":
+        s.attempts = int(d.get("attempt", s.attempts + 1))
+        s.error = d.get("error")
+        s.output_tail = d.get("output_tail", s.output_tail)
+    elif kind == "step_completed":
+        s.status = "completed"
+        s.cached = bool(d.get("cached", False))
+        s.attempts = int(d.get("attempts", s.attempts + (0 if s.cached else 1)))
+        s.def_hash = d.get("def_hash", s.def_hash)
+        s.result_key = d.get("result_key", s.result_key)
+        s.completed_at = event.at.isoformat()
+        s.error = None
+        s.output_tail = d.get("output_tail", s.output_tail)
+        s.outputs = dict(d.get("outputs", {}))
+    elif kind == "step_failed":
+        s.status = "failed"
+        s.attempts = int(d.get("attempts", s.attempts))
+        s.error = d.get("error")
+        s.output_tail = d.get("output_tail", s.output_tail)
+    elif kind == "step_interrupted":
+        s.status = "pending"
+        s.interrupted += 1
+        s.error = d.get("reason")
+    elif kind == "step_needs_review":
+        s.status_before_review = s.status
+        s.status = "needs_review"
+        s.review_reason = d.get("reason")
+        s.review_data = dict(d.get("details", {}))
+    elif kind == "step_rerun_requested":
+        s.status = "pending"
+        s.generation += 1
+        s.review_reason = None
+        s.review_data = {}
+        s.cached = False
+    elif kind == "step_review_accepted":
+        s.status = d.get("resume_status") or s.status_before_review or "pending"
+        s.review_reason = None
+        s.review_data = {}
+        if "def_hash" in d:
+            s.def_hash = d["def_hash"]
+        if "outputs" in d:
+            s.outputs = dict(d["outputs"])
+    elif kind == "step_refused":
+        s.status = "failed"
+        s.error = d.get("reason")
+    return s

@@ -1,0 +1,237 @@
+"""Load a plan file (YAML or JSON) and validate it, collecting every problem with its field path."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import PlanError, PlanProblem
+from .models import GoalContract
+from .plan_spec import BlockRef, PlanSpec, StateRefSpec, StepSpec
+
+__all__ = ["load_plan", "validate_plan_data"]
+
+_Loc = tuple[int | str, ...]
+
+
+def _fmt_path(loc: _Loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _line_map(text: str) -> dict[_Loc, int]:
+    """Map each field path of a YAML/JSON document to its 1-based line number."""
+    lines: dict[_Loc, int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+
+    def walk(node: yaml.Node, loc: _Loc) -> None:
+        lines[loc] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = key_node.value
+                lines[(*loc, key)] = key_node.start_mark.line + 1
+                walk(value_node, (*loc, key))
+                lines[(*loc, key)] = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*loc, i))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _near(name: str, choices: list[str]) -> str:
+    match = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def _model_problems(
+    model: type[BaseModel], data: Any, prefix: _Loc, file: str, lines: Mapping[_Loc, int]
+) -> tuple[Any, list[PlanProblem]]:
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        problems = []
+        fields = list(model.model_fields)
+        for err in exc.errors():
+            loc: _Loc = (*prefix, *err["loc"])
+            if err["type"] == "extra_forbidden":
+                name = str(err["loc"][-1])
+                owner = model
+                if len(err["loc"]) > 1 and model is PlanSpec and err["loc"][0] == "steps":
+                    owner = StepSpec
+                names = [f for f in owner.model_fields if f not in ("source", "base_dir")]
+                msg = f"unknown field {name!r}{_near(name, names)} (expected one of: "
+                msg += ", ".join(names) + ")"
+            elif err["type"] == "missing":
+                msg = "required field is missing"
+            elif err["type"] == "string_pattern_mismatch":
+                pattern = (err.get("ctx") or {}).get("pattern", "")
+                msg = f"{err['input']!r} does not match {pattern}"
+                if pattern.startswith("^[A-Za-z0-9._-]"):
+                    msg += " (ids may hold only letters, digits, '.', '_' and '-')"
+                elif ":" in str(pattern):
+                    msg += " (expected 'package.module:function')"
+            else:
+                msg = f"{err['msg']} (got {err.get('input')!r})"
+            problems.append(PlanProblem(file, _fmt_path(loc), msg, lines.get(loc)))
+        del fields
+        return None, problems
+
+
+def validate_plan_data(
+    data: Any,
+    *,
+    source: str = "<memory>",
+    base_dir: Path | None = None,
+    lines: Mapping[_Loc, int] | None = None,
+) -> PlanSpec:
+    """Validate an already-parsed plan document; raise :class:`PlanError` listing every problem."""
+    lines = lines or {}
+    problems: list[PlanProblem] = []
+
+    def add(loc: _Loc, msg: str) -> None:
+        problems.append(PlanProblem(source, _fmt_path(loc), msg, lines.get(loc)))
+
+    if not isinstance(data, dict):
+        add((), f"expected a mapping with plan_id and steps at the top level, got {type(data).__name__}")
+        raise PlanError(problems)
+    data = dict(data)
+    if "steps" in data and data["steps"] in (None, []):
+        add(("steps",), "the plan has no steps; expected a list with at least one step")
+        data.pop("steps")
+        if "plan_id" not in data:
+            add(("plan_id",), "required field is missing")
+        raise PlanError(problems)
+
+    # The contract and state_refs take one of two shapes; validate the chosen one by itself.
+    contract_raw = data.pop("contract", None)
+    refs_raw = data.pop("state_refs", [])
+    contract: GoalContract | BlockRef | None = None
+    if contract_raw is not None:
+        cmodel: type[BaseModel] = (
+            BlockRef if isinstance(contract_raw, dict) and "block" in contract_raw else GoalContract
+        )
+        contract, more = _model_problems(cmodel, contract_raw, ("contract",), source, lines)
+        problems += more
+    refs: list[StateRefSpec] | BlockRef = []
+    if isinstance(refs_raw, dict):
+        refs_model, more = _model_problems(BlockRef, refs_raw, ("state_refs",), source, lines)
+        problems += more
+        refs = refs_model or []
+    elif isinstance(refs_raw, list):
+        for i, raw in enumerate(refs_raw):
+            ref, more = _model_problems(StateRefSpec, raw, ("state_refs", i), source, lines)
+            problems += more
+            if ref is not None:
+                refs.append(ref)
+    else:
+        add(("state_refs",), "expected a list of refs or {block: NAME}")
+
+    spec, more = _model_problems(PlanSpec, data, (), source, lines)
+    problems += more
+    if isinstance(data.get("steps"), list):
+        for i, raw in enumerate(data["steps"]):
+            if isinstance(raw, dict) and (raw.get("run") is None) == (raw.get("call") is None):
+                which = "both" if raw.get("run") is not None else "neither"
+                add(("steps", i), f"has {which} of 'run' and 'call'; expected exactly one")
+    if spec is None:
+        raw_steps = data.get("steps")
+        if isinstance(raw_steps, list):
+            # Still report cross-step problems for the steps that did parse.
+            steps = []
+            for raw in raw_steps:
+                try:
+                    steps.append(StepSpec.model_validate(raw))
+                except ValidationError:
+                    steps.append(None)
+            _check_steps(steps, refs, add)
+        raise PlanError(problems)
+
+    _check_steps(list(spec.steps), refs, add)
+    if problems:
+        raise PlanError(problems)
+    return spec.model_copy(
+        update={"contract": contract, "state_refs": refs, "source": source, "base_dir": base_dir}
+    )
+
+
+def _check_steps(steps: list[StepSpec | None], refs: Any, add: Any) -> None:
+    ids = [s.id for s in steps if s is not None]
+    seen: dict[str, int] = {}
+    for i, s in enumerate(steps):
+        if s is None:
+            continue
+        if s.id in seen:
+            add(("steps", i, "id"), f"duplicate step id {s.id!r} (first used by steps[{seen[s.id]}])")
+        else:
+            seen[s.id] = i
+        for j, dep in enumerate(s.depends_on):
+            if dep not in seen and dep not in ids:
+                add(("steps", i, "depends_on", j), f"unknown step {dep!r}{_near(dep, ids)}")
+            elif dep == s.id:
+                add(("steps", i, "depends_on", j), "a step cannot depend on itself")
+        ref_names = [r.name for r in refs] if isinstance(refs, list) else None
+        if ref_names is not None:
+            for field in ("reads", "writes"):
+                for j, name in enumerate(getattr(s, field)):
+                    if name not in ref_names:
+                        known = ", ".join(ref_names) or "none declared"
+                        add(
+                            ("steps", i, field, j),
+                            f"unknown state ref {name!r}{_near(name, ref_names)}"
+                            f" (declared refs: {known})",
+                        )
+    graph = {s.id: [d for d in s.depends_on if d in seen and d != s.id] for s in steps if s}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        cycle = list(exc.args[1])
+        first = seen.get(cycle[0], 0)
+        add(("steps", first, "depends_on"), "dependency cycle: " + " -> ".join(cycle))
+
+
+def load_plan(path: str | Path) -> PlanSpec:
+    """Read and validate a plan file; raise :class:`PlanError` naming file, line and field."""
+    p = Path(path)
+    source = str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError([PlanProblem(source, "", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError([PlanProblem(source, "", f"cannot read the file: {exc}")]) from None
+    data: Any
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problem = PlanProblem(source, "", f"JSON syntax error: {exc.msg}", exc.lineno)
+            raise PlanError([problem]) from None
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            what = getattr(exc, "problem", None) or str(exc)
+            raise PlanError([PlanProblem(source, "", f"YAML syntax error: {what}", line)]) from None
+    return validate_plan_data(
+        data, source=source, base_dir=p.resolve().parent, lines=_line_map(text)
+    )

@@ -1,0 +1,127 @@
+"""The plan file's structure: a goal contract, state refs and steps (YAML or JSON)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import GoalContract
+
+__all__ = ["ID_PATTERN", "BlockRef", "PlanSpec", "StateRefSpec", "StepSpec"]
+
+ID_PATTERN = r"^[A-Za-z0-9._-]+$"
+CALL_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$"
+
+
+class BlockRef(BaseModel):
+    """Names a saved Prefect block instead of inlining its fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    block: str = Field(description="Name of the saved block.")
+
+
+class StateRefSpec(BaseModel):
+    """A reference to authoritative state; kind-specific fields are kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=ID_PATTERN, description="Name steps use in reads/writes.")
+    kind: str = Field(description="Resolver kind: http, sql, git, file, prefect-variable.")
+    on_error: str = Field(default="review", pattern="^(review|fail)$")
+
+
+class StepSpec(BaseModel):
+    """One step of a plan. Exactly one of ``run`` or ``call``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=ID_PATTERN, description="Step id; letters, digits, '.', '_', '-'.")
+    title: str = Field(default="", description="Human title.")
+    owner: str | None = Field(default=None, description="Who owns the step.")
+    depends_on: list[str] = Field(default_factory=list, description="Step ids this step needs.")
+    branch: str = Field(default="main", pattern=ID_PATTERN, description="Branch of execution.")
+    milestone: str | None = Field(default=None, description="Milestone the step belongs to.")
+    acceptance: list[str] = Field(default_factory=list, description="Acceptance criteria.")
+    run: str | None = Field(default=None, description="Shell command run in the workdir.")
+    call: str | None = Field(
+        default=None, pattern=CALL_PATTERN, description="package.module:function to call."
+    )
+    outputs: list[str] = Field(default_factory=list, description="Paths the step produces.")
+    mutable_outputs: list[str] = Field(
+        default_factory=list, description="Outputs people may edit after the step completed."
+    )
+    reads: list[str] = Field(default_factory=list, description="State refs the step reads.")
+    writes: list[str] = Field(default_factory=list, description="State refs the step writes.")
+    retries: int = Field(default=0, ge=0, le=100, description="Prefect task retries.")
+    retry_delay_seconds: float = Field(default=0, ge=0, description="Delay between retries.")
+    timeout_seconds: float | None = Field(default=None, gt=0, description="Attempt time limit.")
+    action: str | None = Field(
+        default=None, pattern=ID_PATTERN, description="Names an irreversible action."
+    )
+
+    def definition(self) -> dict[str, Any]:
+        """The fields whose change makes a completed step's result stale."""
+        return {
+            "run": self.run,
+            "call": self.call,
+            "depends_on": sorted(self.depends_on),
+            "outputs": list(self.outputs),
+            "action": self.action,
+        }
+
+    def definition_hash(self) -> str:
+        raw = json.dumps(self.definition(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class PlanSpec(BaseModel):
+    """A validated plan. Build it with :func:`prefect_waymark.load_plan` or :class:`Plan`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan_id: str = Field(pattern=ID_PATTERN, description="Plan id; becomes keys and file names.")
+    title: str = Field(default="", description="Human title.")
+    contract: GoalContract | BlockRef | None = Field(default=None, description="Goal contract.")
+    state_refs: list[StateRefSpec] | BlockRef = Field(
+        default_factory=list, description="Authoritative state the plan depends on."
+    )
+    steps: list[StepSpec] = Field(min_length=1, description="The plan's steps.")
+
+    # Where the plan came from; not part of the file.
+    source: str = Field(default="<memory>", exclude=True)
+    base_dir: Path | None = Field(default=None, exclude=True)
+
+    def step(self, step_id: str) -> StepSpec:
+        for s in self.steps:
+            if s.id == step_id:
+                return s
+        raise KeyError(step_id)
+
+    def step_hashes(self) -> dict[str, str]:
+        return {s.id: s.definition_hash() for s in self.steps}
+
+    def plan_hash(self) -> str:
+        body = {"plan_id": self.plan_id, "steps": self.step_hashes()}
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    def topological_order(self) -> list[str]:
+        """Step ids in dependency order; ties keep file order."""
+        from graphlib import TopologicalSorter
+
+        position = {s.id: i for i, s in enumerate(self.steps)}
+        sorter: TopologicalSorter[str] = TopologicalSorter(
+            {s.id: s.depends_on for s in self.steps}
+        )
+        sorter.prepare()
+        order: list[str] = []
+        while sorter.is_active():
+            ready = sorted(sorter.get_ready(), key=position.__getitem__)
+            order.extend(ready)
+            sorter.done(*ready)
+        return order

@@ -1,0 +1,62 @@
+"""Where step results persist (default ``<workdir>/.waymark/results``) and how they are read back
+without a Prefect task run (a skipped step's value for a downstream step)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Union
+
+from prefect.blocks.core import Block
+
+from prefect.filesystems import LocalFileSystem, WritableFileSystem
+from prefect.results import ResultStore
+
+__all__ = ["ResultAccess", "StorageSpec", "default_result_storage"]
+
+
+StorageSpec = Union[Path, str, WritableFileSystem]
+
+
+def default_result_storage(workdir: Path) -> Path:
+    """``<workdir>/.waymark/results``; Prefect turns a path into a local file system."""
+    path = workdir / ".waymark" / "results"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _resolve(storage: StorageSpec) -> WritableFileSystem:
+    if isinstance(storage, Path):
+        return LocalFileSystem(basepath=str(storage))
+    if isinstance(storage, str):
+        block = Block.load(storage)
+        if not isinstance(block, WritableFileSystem):
+            raise TypeError(f"result storage {storage!r} is not a writable file system block")
+        return block
+    return storage
+
+
+class ResultAccess:
+    """Reads persisted step results by key from any Prefect result storage."""
+
+    def __init__(self, storage: StorageSpec) -> None:
+        self.spec = storage
+        self.storage = _resolve(storage)
+        self._store = ResultStore(result_storage=self.storage)
+        self._local = (
+            Path(self.storage.basepath)
+            if isinstance(self.storage, LocalFileSystem) and self.storage.basepath
+            else None
+        )
+
+    def known_missing(self, key: str) -> str | None:
+        """For local storage, the missing file's path if the result is gone; else ``None``.
+
+        Remote storage is not probed up front (one call per step); it is checked on read.
+        """
+        if self._local is None:
+            return None
+        path = self._local / key
+        return None if path.exists() else str(path)
+
+    def read(self, key: str) -> Any:
+        return self._store.read(key).result

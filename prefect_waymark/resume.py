@@ -1,0 +1,90 @@
+"""What a run does first: take over steps left in_progress by dead runs, and stop completed steps
+whose definition changed or whose persisted result is gone at needs_review."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import LedgerError
+from .ledger import Hold, Ledger
+from .ledger.step_state import StepState
+from .plan_spec import PlanSpec
+from .results import ResultAccess
+
+__all__ = ["ResumeReport", "prepare_resume"]
+
+
+@dataclass
+class ResumeReport:
+    interrupted: list[str] = field(default_factory=list)
+    busy: dict[str, Hold] = field(default_factory=dict)
+    new_reviews: list[str] = field(default_factory=list)
+
+
+def _take_over_dead(ledger: Ledger, plan: PlanSpec, run_id: str, report: ResumeReport) -> None:
+    for hold in ledger.holds(plan.plan_id):
+        if hold.run_id == run_id:
+            continue
+        if not hold.is_stale():
+            report.busy[hold.branch] = hold
+            continue
+        try:
+            ledger.record(
+                plan.plan_id,
+                "step_interrupted",
+                step_id=hold.step_id,
+                branch=hold.branch,
+                run_id=run_id,
+                dead_run=hold.run_id,
+                reason=(
+                    f"interrupted: run {hold.run_id} on {hold.host} (pid {hold.pid}) stopped "
+                    f"while the step was in_progress"
+                ),
+            )
+            report.interrupted.append(hold.step_id)
+        except LedgerError:
+            continue  # another runner took it over first
+
+
+def _check_completed(
+    ledger: Ledger,
+    plan: PlanSpec,
+    states: dict[str, StepState],
+    results: ResultAccess,
+    run_id: str,
+    report: ResumeReport,
+) -> None:
+    hashes = plan.step_hashes()
+    for step in plan.steps:
+        st = states.get(step.id)
+        if st is None or st.status != "completed":
+            continue
+        details: dict[str, str] = {}
+        if st.def_hash and st.def_hash != hashes[step.id]:
+            reason = "definition changed since the step completed"
+            details = {"recorded_hash": st.def_hash, "current_hash": hashes[step.id]}
+        elif st.result_key and (missing := results.known_missing(st.result_key)):
+            reason = f"persisted result is missing: {missing}"
+            details = {"result_key": st.result_key}
+        else:
+            continue
+        ledger.record(
+            plan.plan_id,
+            "step_needs_review",
+            step_id=step.id,
+            branch=step.branch,
+            run_id=run_id,
+            reason=reason,
+            details=details,
+        )
+        report.new_reviews.append(step.id)
+
+
+def prepare_resume(
+    ledger: Ledger, plan: PlanSpec, results: ResultAccess, run_id: str
+) -> ResumeReport:
+    """Recover dead runs' steps and check completed ones; every finding is a ledger event."""
+    report = ResumeReport()
+    _take_over_dead(ledger, plan, run_id, report)
+    _check_completed(ledger, plan, ledger.step_states(plan.plan_id), results, run_id, report)
+    return report

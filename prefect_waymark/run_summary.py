@@ -1,0 +1,69 @@
+"""What one run did, and where the next one starts."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from . import exit_codes
+
+__all__ = ["RunResult", "RunSummary"]
+
+RunResult = Literal["completed", "stopped", "failed", "needs_review"]
+
+_EXIT = {
+    "completed": exit_codes.OK,
+    "failed": exit_codes.STEP_FAILED,
+    "stopped": exit_codes.STOPPED,
+    "needs_review": exit_codes.NEEDS_REVIEW,
+}
+
+
+class RunSummary(BaseModel):
+    plan_id: str
+    run_id: str
+    flow_run_id: str | None = None
+    executor: str
+    workdir: str
+    started_at: str
+    finished_at: str
+    result: RunResult
+    started_from: str | None = Field(default=None, description="Where this run began.")
+    executed_steps: list[str] = Field(default_factory=list)
+    cached_steps: list[str] = Field(default_factory=list)
+    skipped_steps: list[str] = Field(default_factory=list)
+    failed_steps: list[str] = Field(default_factory=list)
+    interrupted_steps: list[str] = Field(default_factory=list)
+    needs_review: list[dict[str, Any]] = Field(default_factory=list)
+    next_start: str | None = None
+    next_start_reason: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT[self.result]
+
+    def text(self) -> str:
+        lines = [
+            f"plan {self.plan_id}: {self.result}",
+            f"  started from: {self.started_from or 'the beginning'}",
+            f"  steps run: {len(self.executed_steps)}"
+            + (f" ({', '.join(self.executed_steps)})" if self.executed_steps else ""),
+        ]
+        if self.cached_steps:
+            lines.append(
+                f"  recovered from Prefect's cache (finished before a crash): "
+                f"{', '.join(self.cached_steps)}"
+            )
+        lines.append(f"  skipped as completed: {len(self.skipped_steps)}")
+        if self.interrupted_steps:
+            lines.append(f"  interrupted by a dead run, run again: {', '.join(self.interrupted_steps)}")
+        lines.append(
+            f"  failed: {len(self.failed_steps)}"
+            + (f" ({', '.join(self.failed_steps)})" if self.failed_steps else "")
+        )
+        for item in self.needs_review:
+            lines.append(f"  needs review: {item['step']}: {item.get('reason')}")
+        nxt = self.next_start or "nothing — the plan is complete"
+        lines.append(f"  next start: {nxt}" + (f" ({self.next_start_reason})" if self.next_start_reason else ""))
+        return "\n".join(lines)

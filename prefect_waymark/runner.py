@@ -1,0 +1,73 @@
+"""``waymark run``: choose the Prefect server, run the flow, print the summary, map exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from . import exit_codes
+from .identity import default_executor
+from .run_summary import RunSummary
+
+__all__ = ["configure_prefect", "default_executor", "run_from_cli"]
+
+
+def configure_prefect() -> str:
+    """Point Prefect at a server before it is imported; return a description of the choice.
+
+    ``PREFECT_API_URL`` set: that server. ``WAYMARK_PREFECT_SERVER=ephemeral``: Prefect's
+    in-process server, with a startup timeout long enough for a cold start. Otherwise: the local
+    server waymark starts once and reuses (``waymark server start|stop|status``).
+    """
+    if os.environ.get("PREFECT_API_URL"):
+        return f"Prefect server {os.environ['PREFECT_API_URL']}"
+    if os.environ.get("WAYMARK_PREFECT_SERVER", "local") == "ephemeral":
+        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
+        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        return "Prefect's ephemeral server"
+    from .local_server import ensure_local_server
+
+    info = ensure_local_server(echo=True)
+    os.environ["PREFECT_API_URL"] = info.api_url
+    return f"local Prefect server {info.api_url} (UI: {info.ui_url})"
+
+
+def run_from_cli(
+    *,
+    plan_path: Path,
+    workdir: Path,
+    ledger_url: str | None,
+    max_steps: int | None,
+    until: str | None,
+    executor: str | None,
+) -> int:
+    from .errors import WaymarkError
+
+    try:
+        where = configure_prefect()
+    except WaymarkError as exc:
+        print(f"waymark: {exc}", file=sys.stderr)
+        return exit_codes.STEP_FAILED
+    print(f"waymark: running {plan_path} on {where}", file=sys.stderr)
+    from .flows.run_plan import PlanRunFailed, run_plan
+
+    state = run_plan(
+        plan=str(plan_path),
+        workdir=str(workdir),
+        ledger_url=ledger_url,
+        max_steps=max_steps,
+        until=until,
+        executor=executor or default_executor(),
+        return_state=True,
+    )
+    if state.is_completed():
+        summary = RunSummary.model_validate(state.result())
+    else:
+        exc = state.result(raise_on_failure=False)
+        if not isinstance(exc, PlanRunFailed):
+            print(f"waymark: the run failed: {exc}", file=sys.stderr)
+            return exit_codes.STEP_FAILED
+        summary = exc.summary
+    print(summary.text())
+    return summary.exit_code

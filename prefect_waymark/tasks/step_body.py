@@ -1,0 +1,96 @@
+"""The body of a step: a shell command (``run:``) or a Python callable (``call:``)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import StepError
+from .step_context import StepContext
+
+__all__ = ["TAIL_CHARS", "call_step", "run_shell_step", "tail"]
+
+TAIL_CHARS = 2000
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+class ShellStepError(StepError):
+    """A ``run:`` command exited non-zero; carries the output's tail."""
+
+    def __init__(self, message: str, output_tail: str) -> None:
+        super().__init__(message)
+        self.output_tail = output_tail
+
+
+def run_shell_step(ctx: StepContext, command: str) -> dict[str, Any]:
+    """Run the command in the workdir; a non-zero exit raises :class:`ShellStepError`."""
+    env = dict(os.environ)
+    env.update(
+        WAYMARK_PLAN_ID=ctx.plan_id,
+        WAYMARK_STEP_ID=ctx.step_id,
+        WAYMARK_RUN_ID=ctx.run_id,
+        WAYMARK_ATTEMPT=str(ctx.attempt),
+        WAYMARK_WORKDIR=str(ctx.workdir),
+    )
+    try:
+        proc = subprocess.run(
+            command,
+            shell=True,
+            cwd=ctx.workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=ctx.step.timeout_seconds,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
+        raise ShellStepError(
+            f"step {ctx.step_id!r}: command timed out after {ctx.step.timeout_seconds}s",
+            tail(out),
+        ) from None
+    combined = proc.stdout + (("\n[stderr]\n" + proc.stderr) if proc.stderr else "")
+    out_tail = tail(combined)
+    if out_tail.strip():
+        ctx.logger.info("step %s output (tail):\n%s", ctx.step_id, out_tail)
+    if proc.returncode != 0:
+        raise ShellStepError(
+            f"step {ctx.step_id!r}: command exited with code {proc.returncode}", out_tail
+        )
+    return {"returncode": 0, "stdout": tail(proc.stdout)}
+
+
+def _import_callable(ctx: StepContext, target: str) -> Callable[[StepContext], Any]:
+    module_name, _, attr = target.partition(":")
+    workdir = str(ctx.workdir)
+    if sys.path[:1] != [workdir]:
+        if workdir in sys.path:
+            sys.path.remove(workdir)
+        sys.path.insert(0, workdir)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise StepError(f"step {ctx.step_id!r}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise StepError(
+                f"step {ctx.step_id!r}: {module_name!r} has no attribute {attr!r}"
+            ) from None
+    if not callable(obj):
+        raise StepError(f"step {ctx.step_id!r}: {target!r} is not callable")
+    fn: Callable[[StepContext], Any] = obj
+    return fn
+
+
+def call_step(ctx: StepContext, target: str) -> Any:
+    """Import ``package.module:function`` (workdir first on ``sys.path``) and call it."""
+    return _import_callable(ctx, target)(ctx)

@@ -1,0 +1,84 @@
+"""Each plan step is one Prefect task run, named after the step, with a persisted result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import Task, task
+from prefect.context import TaskRunContext
+from prefect.logging import get_run_logger
+
+from ..ledger import Ledger
+from ..plan_spec import PlanSpec, StepSpec
+from ..results import StorageSpec
+from .cache_policy import StepCachePolicy
+from .step_body import call_step, run_shell_step
+from .step_context import StepContext
+
+__all__ = ["StepRuntime", "step_task", "waymark_step"]
+
+
+class StepRuntime:
+    """What every step of one run shares. A plain class so Prefect does not walk into it."""
+
+    def __init__(self, plan: PlanSpec, workdir: Path, ledger: Ledger, run_id: str) -> None:
+        self.plan = plan
+        self.workdir = workdir
+        self.ledger = ledger
+        self.run_id = run_id
+        self.forbidden = list(getattr(plan.contract, "forbidden", []) or [])
+
+    def __repr__(self) -> str:
+        return f"StepRuntime(plan={self.plan.plan_id!r}, run={self.run_id!r})"
+
+
+@task(name="waymark-step", persist_result=True)
+def waymark_step(runtime: StepRuntime, step_id: str, upstream: dict[str, Any]) -> Any:
+    """Run one step's body; a failed attempt is recorded in the ledger before Prefect retries."""
+    step = runtime.plan.step(step_id)
+    task_ctx = TaskRunContext.get()
+    attempt = task_ctx.task_run.run_count if task_ctx is not None else 1
+    ctx = StepContext(
+        plan=runtime.plan,
+        step=step,
+        workdir=runtime.workdir,
+        upstream=upstream,
+        logger=get_run_logger(),
+        run_id=runtime.run_id,
+        attempt=attempt,
+        forbidden=runtime.forbidden,
+    )
+    try:
+        if step.run is not None:
+            return run_shell_step(ctx, step.run)
+        assert step.call is not None
+        return call_step(ctx, step.call)
+    except BaseException as exc:
+        runtime.ledger.record(
+            runtime.plan.plan_id,
+            "step_attempt_failed",
+            step_id=step.id,
+            branch=step.branch,
+            run_id=runtime.run_id,
+            attempt=attempt,
+            error=f"{type(exc).__name__}: {exc}",
+            output_tail=getattr(exc, "output_tail", None),
+            will_retry=attempt <= step.retries,
+        )
+        raise
+
+
+def step_task(step: StepSpec, key: str, storage: StorageSpec) -> Task[..., Any]:
+    """The Prefect task for ``step``: its name, retries, timeout and a run-independent cache key."""
+    return waymark_step.with_options(
+        name=step.id,
+        task_run_name=step.id,
+        cache_policy=StepCachePolicy(key=key),
+        result_storage=storage,
+        persist_result=True,
+        retries=step.retries,
+        retry_delay_seconds=step.retry_delay_seconds,
+        timeout_seconds=step.timeout_seconds if step.call is not None else None,
+        tags=["waymark", f"waymark-branch:{step.branch}"],
+    )
