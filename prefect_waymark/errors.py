@@ -1,12 +1,12 @@
 """One error tree for prefect-waymark.
 
-    WaymarkError
-    ├── PlanError                 bad plan input (exit code 2); carries every problem found
-    ├── LedgerError               the ledger cannot be opened or written
-    │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
-    │   ├── BranchBusyError       another run holds the branch's single in_progress slot
-    │   └── TransitionError       a status change the progress rules do not allow
-    └── StepError                 a step failed (its command exited non-zero, its callable raised)
+WaymarkError
+├── PlanError                 bad plan input (exit code 2); carries every problem found
+├── LedgerError               the ledger cannot be opened or written
+│   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
+│   ├── BranchBusyError       another run holds the branch's single in_progress slot
+│   └── TransitionError       a status change the progress rules do not allow
+└── StepError                 a step failed (its command exited non-zero, its callable raised)
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ class BranchBusyError(LedgerError):
 class TransitionError(LedgerError):
     """A status change the progress rules forbid (e.g. completed -> in_progress without rerun)."""
 
-    def __init__(self, plan_id: str, step_id: str, current: str, wanted: str, hint: str = "") -> None:
+    def __init__(
+        self, plan_id: str, step_id: str, current: str, wanted: str, hint: str = ""
+    ) -> None:
         self.plan_id = plan_id
         self.step_id = step_id
         self.current = current

@@ -107,7 +107,9 @@ def ensure_local_server(*, echo: bool = False, timeout: float = STARTUP_TIMEOUT)
         env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         env["PREFECT_HOME"] = str(home)
         if echo:
-            print(f"starting a local Prefect server on {api_url} (log: {log_path})", file=sys.stderr)
+            print(
+                f"starting a local Prefect server on {api_url} (log: {log_path})", file=sys.stderr
+            )
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 [*_prefect_cmd(), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
@@ -122,7 +124,8 @@ def ensure_local_server(*, echo: bool = False, timeout: float = STARTUP_TIMEOUT)
             if proc.poll() is not None:
                 tail = log_path.read_text(errors="replace")[-2000:]
                 raise WaymarkError(
-                    f"the local Prefect server exited with code {proc.returncode}; log tail:\n{tail}"
+                    f"the local Prefect server exited with code {proc.returncode}; "
+                    f"log tail:\n{tail}"
                 )
             if _healthy(api_url):
                 info = ServerInfo(proc.pid, port, api_url, f"http://127.0.0.1:{port}", str(home))

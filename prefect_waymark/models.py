@@ -46,7 +46,9 @@ class GoalContract(BaseModel):
 
     goal_id: str = Field(description="Stable identifier of the goal.")
     version: int = Field(default=1, ge=1, description="Explicit version; bump it on every edit.")
-    status: ContractStatus = Field(default="accepted", description="accepted, superseded or revoked.")
+    status: ContractStatus = Field(
+        default="accepted", description="accepted, superseded or revoked."
+    )
     objective: str = Field(description="What the plan must achieve.")
     acceptance: list[str] = Field(default_factory=list, description="Acceptance criteria.")
     forbidden: list[str] = Field(default_factory=list, description="Forbidden actions.")

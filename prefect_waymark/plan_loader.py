@@ -44,12 +44,12 @@ def _line_map(text: str) -> dict[_Loc, int]:
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 key = key_node.value
-                lines[(*loc, key)] = key_node.start_mark.line + 1
-                walk(value_node, (*loc, key))
-                lines[(*loc, key)] = key_node.start_mark.line + 1
+                lines[loc + (key,)] = key_node.start_mark.line + 1
+                walk(value_node, loc + (key,))
+                lines[loc + (key,)] = key_node.start_mark.line + 1
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
-                walk(item, (*loc, i))
+                walk(item, loc + (i,))
 
     if root is not None:
         walk(root, ())
@@ -70,7 +70,7 @@ def _model_problems(
         problems = []
         fields = list(model.model_fields)
         for err in exc.errors():
-            loc: _Loc = (*prefix, *err["loc"])
+            loc: _Loc = prefix + tuple(err["loc"])
             if err["type"] == "extra_forbidden":
                 name = str(err["loc"][-1])
                 owner = model
@@ -110,7 +110,11 @@ def validate_plan_data(
         problems.append(PlanProblem(source, _fmt_path(loc), msg, lines.get(loc)))
 
     if not isinstance(data, dict):
-        add((), f"expected a mapping with plan_id and steps at the top level, got {type(data).__name__}")
+        add(
+            (),
+            "expected a mapping with plan_id and steps at the top level, "
+            f"got {type(data).__name__}",
+        )
         raise PlanError(problems)
     data = dict(data)
     if "steps" in data and data["steps"] in (None, []):
@@ -136,11 +140,13 @@ def validate_plan_data(
         problems += more
         refs = refs_model or []
     elif isinstance(refs_raw, list):
+        ref_list: list[StateRefSpec] = []
         for i, raw in enumerate(refs_raw):
             ref, more = _model_problems(StateRefSpec, raw, ("state_refs", i), source, lines)
             problems += more
             if ref is not None:
-                refs.append(ref)
+                ref_list.append(ref)
+        refs = ref_list
     else:
         add(("state_refs",), "expected a list of refs or {block: NAME}")
 
@@ -155,7 +161,7 @@ def validate_plan_data(
         raw_steps = data.get("steps")
         if isinstance(raw_steps, list):
             # Still report cross-step problems for the steps that did parse.
-            steps = []
+            steps: list[StepSpec | None] = []
             for raw in raw_steps:
                 try:
                     steps.append(StepSpec.model_validate(raw))
@@ -164,9 +170,10 @@ def validate_plan_data(
             _check_steps(steps, refs, add)
         raise PlanError(problems)
 
-    _check_steps(list(spec.steps), refs, add)
+    _check_steps(list[StepSpec | None](spec.steps), refs, add)
     if problems:
         raise PlanError(problems)
+    assert isinstance(spec, PlanSpec)
     return spec.model_copy(
         update={"contract": contract, "state_refs": refs, "source": source, "base_dir": base_dir}
     )
@@ -179,7 +186,10 @@ def _check_steps(steps: list[StepSpec | None], refs: Any, add: Any) -> None:
         if s is None:
             continue
         if s.id in seen:
-            add(("steps", i, "id"), f"duplicate step id {s.id!r} (first used by steps[{seen[s.id]}])")
+            add(
+                ("steps", i, "id"),
+                f"duplicate step id {s.id!r} (first used by steps[{seen[s.id]}])",
+            )
         else:
             seen[s.id] = i
         for j, dep in enumerate(s.depends_on):

@@ -115,9 +115,7 @@ class PlanSpec(BaseModel):
         from graphlib import TopologicalSorter
 
         position = {s.id: i for i, s in enumerate(self.steps)}
-        sorter: TopologicalSorter[str] = TopologicalSorter(
-            {s.id: s.depends_on for s in self.steps}
-        )
+        sorter: TopologicalSorter[str] = TopologicalSorter({s.id: s.depends_on for s in self.steps})
         sorter.prepare()
         order: list[str] = []
         while sorter.is_active():

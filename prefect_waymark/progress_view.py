@@ -56,9 +56,7 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
         spec = by_id[sid]
         st = states.get(sid)
         status = st.status if st else "pending"
-        changed = bool(
-            st and status == "completed" and st.def_hash and st.def_hash != hashes[sid]
-        )
+        changed = bool(st and status == "completed" and st.def_hash and st.def_hash != hashes[sid])
         blockers = [
             d for d in spec.depends_on if views[d].status in ("failed", "needs_review", "blocked")
         ]

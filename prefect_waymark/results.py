@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any, Union
 
 from prefect.blocks.core import Block
-
 from prefect.filesystems import LocalFileSystem, WritableFileSystem
 from prefect.results import ResultStore
 
 __all__ = ["ResultAccess", "StorageSpec", "default_result_storage"]
 
 
-StorageSpec = Union[Path, str, WritableFileSystem]
+StorageSpec = Union[Path, str, WritableFileSystem]  # noqa: UP007 - a runtime alias on 3.10
 
 
 def default_result_storage(workdir: Path) -> Path:

@@ -57,7 +57,8 @@ class RunSummary(BaseModel):
             )
         lines.append(f"  skipped as completed: {len(self.skipped_steps)}")
         if self.interrupted_steps:
-            lines.append(f"  interrupted by a dead run, run again: {', '.join(self.interrupted_steps)}")
+            again = ", ".join(self.interrupted_steps)
+            lines.append(f"  interrupted by a dead run, run again: {again}")
         lines.append(
             f"  failed: {len(self.failed_steps)}"
             + (f" ({', '.join(self.failed_steps)})" if self.failed_steps else "")
@@ -65,5 +66,6 @@ class RunSummary(BaseModel):
         for item in self.needs_review:
             lines.append(f"  needs review: {item['step']}: {item.get('reason')}")
         nxt = self.next_start or "nothing — the plan is complete"
-        lines.append(f"  next start: {nxt}" + (f" ({self.next_start_reason})" if self.next_start_reason else ""))
+        why = f" ({self.next_start_reason})" if self.next_start_reason else ""
+        lines.append(f"  next start: {nxt}{why}")
         return "\n".join(lines)

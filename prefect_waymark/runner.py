@@ -64,10 +64,10 @@ def run_from_cli(
     if state.is_completed():
         summary = RunSummary.model_validate(state.result())
     else:
-        exc = state.result(raise_on_failure=False)
-        if not isinstance(exc, PlanRunFailed):
-            print(f"waymark: the run failed: {exc}", file=sys.stderr)
+        error = state.result(raise_on_failure=False)
+        if not isinstance(error, PlanRunFailed):
+            print(f"waymark: the run failed: {error}", file=sys.stderr)
             return exit_codes.STEP_FAILED
-        summary = exc.summary
+        summary = error.summary
     print(summary.text())
     return summary.exit_code

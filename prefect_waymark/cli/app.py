@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -22,10 +22,10 @@ app = typer.Typer(
 
 PlanArg = Annotated[Path, typer.Argument(help="Plan file (YAML or JSON).")]
 WorkdirOpt = Annotated[
-    Optional[Path], typer.Option("--workdir", help="Working folder (default: the plan's folder).")
+    Path | None, typer.Option("--workdir", help="Working folder (default: the plan's folder).")
 ]
 LedgerOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--ledger",
         help="Ledger SQLAlchemy URL (default: $WAYMARK_LEDGER_URL, else "
@@ -101,11 +101,11 @@ def status(
 
 def _run(
     plan: Path,
-    workdir: Optional[Path],
-    ledger: Optional[str],
-    max_steps: Optional[int],
-    until: Optional[str],
-    executor: Optional[str],
+    workdir: Path | None,
+    ledger: str | None,
+    max_steps: int | None,
+    until: str | None,
+    executor: str | None,
 ) -> None:
     spec = load_or_exit(plan)
     if until is not None and until not in {s.id for s in spec.steps}:
@@ -126,13 +126,13 @@ def _run(
 
 
 MaxStepsOpt = Annotated[
-    Optional[int], typer.Option("--max-steps", help="Run at most N steps, then stop (exit 3).")
+    int | None, typer.Option("--max-steps", help="Run at most N steps, then stop (exit 3).")
 ]
 UntilOpt = Annotated[
-    Optional[str], typer.Option("--until", help="Stop once this step (and what it needs) is done.")
+    str | None, typer.Option("--until", help="Stop once this step (and what it needs) is done.")
 ]
 ExecutorOpt = Annotated[
-    Optional[str], typer.Option("--executor", help="Who runs this (default: user@host).")
+    str | None, typer.Option("--executor", help="Who runs this (default: user@host).")
 ]
 
 
@@ -173,7 +173,7 @@ def rerun(
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
     reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
-    by: Annotated[Optional[str], typer.Option("--by", help="Who asks (default: user@host).")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Who asks (default: user@host).")] = None,
 ) -> None:
     """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
     from ..errors import TransitionError
@@ -199,7 +199,9 @@ def rerun(
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
 
 
-server_app = typer.Typer(help="A local Prefect server that waymark runs reuse.", no_args_is_help=True)
+server_app = typer.Typer(
+    help="A local Prefect server that waymark runs reuse.", no_args_is_help=True
+)
 app.add_typer(server_app, name="server")
 
 

@@ -62,7 +62,9 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     console.print(f"steps: {counts}")
     current = ", ".join(f"{b}: {sid}" for b, sid in sorted(view.current_step.items()))
     console.print(f"current step: {current or 'none'}")
-    console.print(f"next step: {view.next_step or ('none — plan complete' if view.complete else 'none')}")
+    console.print(
+        f"next step: {view.next_step or ('none — plan complete' if view.complete else 'none')}"
+    )
     if view.blocked:
         console.print("blocked: " + ", ".join(view.blocked))
     for item in view.needs_review:

@@ -231,7 +231,7 @@ class PlanLoop:
         spec = self.specs[sid]
         fut.wait()
         state = fut.state
-        common = {
+        common: dict[str, Any] = {
             "step_id": sid,
             "branch": spec.branch,
             "run_id": self.rt.run_id,

@@ -120,7 +120,12 @@ def run_plan(
             logger.warning("step %s needs review", sid)
         runtime = StepRuntime(spec, wd, ledger, run_id)
         loop = PlanLoop(
-            runtime, storage, results, logger, max_steps=max_steps, until=until,
+            runtime,
+            storage,
+            results,
+            logger,
+            max_steps=max_steps,
+            until=until,
             lease_seconds=lease_seconds,
         )
         outcome = loop.run()
@@ -150,9 +155,9 @@ def run_plan(
             failed_steps=outcome.failed,
             interrupted_steps=report.interrupted,
             needs_review=view.needs_review,
-            next_start=None if view.complete else (
-                view.needs_review[0]["step"] if view.needs_review else view.next_step
-            ),
+            next_start=None
+            if view.complete
+            else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
             next_start_reason=_next_reason(result, outcome.stopped_by, max_steps),
         )
         ledger.record(

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, event, func, inspect, insert, select, update
+from sqlalchemy import delete, event, func, insert, inspect, select, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
@@ -79,7 +79,9 @@ class SqlLedger(Ledger):
                     try:
                         path.parent.mkdir(parents=True, exist_ok=True)
                     except OSError as exc:
-                        raise LedgerError(f"cannot create the ledger folder {path.parent}: {exc}")
+                        raise LedgerError(
+                            f"cannot create the ledger folder {path.parent}: {exc}"
+                        ) from exc
                     if path.parent.exists() and not os.access(path.parent, os.W_OK):
                         raise LedgerError(f"cannot write the ledger at {path}: folder not writable")
                 elif not path.exists():
@@ -120,7 +122,8 @@ class SqlLedger(Ledger):
         if found > SCHEMA_VERSION:
             raise LedgerVersionError(
                 f"the ledger {self._safe_url()} has schema version {found}, written by a newer "
-                f"prefect-waymark; this version reads up to {SCHEMA_VERSION}: upgrade prefect-waymark"
+                f"prefect-waymark; this version reads up to {SCHEMA_VERSION}: "
+                "upgrade prefect-waymark"
             )
 
     # -- writes --------------------------------------------------------------------------
@@ -146,7 +149,9 @@ class SqlLedger(Ledger):
             state = StepState.model_validate_json(row.state) if row is not None else None
             check_transition(state, ev)
             if ev.kind in _RELEASES or (
-                ev.kind == "step_needs_review" and state is not None and state.status == "in_progress"
+                ev.kind == "step_needs_review"
+                and state is not None
+                and state.status == "in_progress"
             ):
                 self._release_hold(conn, ev, state)
         values = {

@@ -6,4 +6,11 @@ from .cache_policy import StepCachePolicy, step_result_key
 from .step_context import StepContext
 from .step_task import StepRuntime, step_task, waymark_step
 
-__all__ = ["StepCachePolicy", "StepContext", "StepRuntime", "step_result_key", "step_task", "waymark_step"]
+__all__ = [
+    "StepCachePolicy",
+    "StepContext",
+    "StepRuntime",
+    "step_result_key",
+    "step_task",
+    "waymark_step",
+]
