@@ -93,14 +93,16 @@ def _prefect_cmd() -> list[str]:
     return [found]
 
 
-def ensure_local_server(*, echo: bool = False, timeout: float = STARTUP_TIMEOUT) -> ServerInfo:
+def ensure_local_server(
+    *, echo: bool = False, timeout: float = STARTUP_TIMEOUT, port: int | None = None
+) -> ServerInfo:
     """Return the running local server, starting one (detached) if there is none."""
     with _lock():
         found = find_local_server()
         if found is not None:
             return found
         home = prefect_home()
-        port = _free_port()
+        port = port or _free_port()
         api_url = f"http://127.0.0.1:{port}/api"
         log_path = home / "waymark-server.log"
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

@@ -15,6 +15,7 @@ from typing import Any
 from prefect.futures import PrefectFuture
 
 from ..errors import BranchBusyError, TransitionError
+from ..guards import StepGuard, Verdict
 from ..ledger.base import this_host
 from ..plan_spec import PlanSpec
 from ..results import ResultAccess, StorageSpec
@@ -43,6 +44,7 @@ class LoopOutcome:
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     needs_review: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
     stopped_by: str | None = None
 
 
@@ -60,7 +62,9 @@ class PlanLoop:
         until: str | None = None,
         poll_seconds: float = 0.2,
         lease_seconds: float = 60.0,
+        guards: list[StepGuard] | None = None,
     ) -> None:
+        self.guards = list(guards or [])
         self.rt = runtime
         self.plan: PlanSpec = runtime.plan
         self.ledger = runtime.ledger
@@ -79,6 +83,7 @@ class PlanLoop:
         self.status: dict[str, str] = {}
         self.generation: dict[str, int] = {}
         self.result_keys: dict[str, str | None] = {}
+        self.refused: set[str] = set()
         self._refresh()
 
     def _targets(self) -> set[str]:
@@ -143,7 +148,7 @@ class PlanLoop:
                 now = time.monotonic()
                 for sid in self.order:
                     spec = self.specs[sid]
-                    if sid not in self.targets or sid in failed_here:
+                    if sid not in self.targets or sid in failed_here or sid in self.refused:
                         continue
                     if self.status[sid] not in ("pending", "failed"):
                         continue
@@ -189,13 +194,40 @@ class PlanLoop:
                 self._refresh()
                 busy_until = {b: t for b, t in busy_until.items() if t > time.monotonic()}
         out.needs_review = [s for s in self.order if self.status[s] == "needs_review"]
+        out.refused = [s for s in self.order if s in self.refused]
         if out.stopped_by is None and self.until is not None:
             if any(self.status[s] != "completed" for s in self.order):
                 out.stopped_by = "until"
         return out
 
+    def record_verdict(self, sid: str, verdict: Verdict) -> None:
+        """Record a guard's verdict: needs_review, or refused before running (a drift event)."""
+        spec = self.specs[sid]
+        kind = "step_needs_review" if verdict.kind == "review" else "step_refused"
+        try:
+            self.ledger.record(
+                self.plan.plan_id,
+                kind,
+                step_id=sid,
+                branch=spec.branch,
+                run_id=self.rt.run_id,
+                reason=verdict.reason,
+                details=verdict.details,
+            )
+        except TransitionError:
+            self._refresh(sid)
+            return
+        self.status[sid] = "needs_review" if verdict.kind == "review" else "failed"
+
     def _start(self, sid: str, busy_until: dict[str, float]) -> PrefectFuture[Any] | None:
         spec = self.specs[sid]
+        for guard in self.guards:
+            verdict = guard.before_step(self.rt, spec)
+            if verdict is not None:
+                self.record_verdict(sid, verdict)
+                if verdict.kind == "refuse":
+                    self.refused.add(sid)
+                return None
         upstream = self._upstream(sid)
         if upstream is None:
             return None
@@ -252,6 +284,8 @@ class PlanLoop:
             )
             self.values[sid] = value
             self.status[sid] = "completed"
+            for guard in self.guards:
+                guard.after_step(self.rt, spec, value)
             (out.cached if cached else out.executed).append(sid)
             return
         exc = state.result(raise_on_failure=False)

@@ -12,10 +12,11 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
 from ..errors import StepError
+from ..guards import build_guards
 from ..identity import default_executor
 from ..ledger import open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
-from ..models import utcnow
+from ..models import ProgressEvent, utcnow
 from ..plan_loader import load_plan, validate_plan_data
 from ..plan_spec import PlanSpec
 from ..progress_view import build_view
@@ -119,6 +120,7 @@ def run_plan(
         for sid in report.new_reviews:
             logger.warning("step %s needs review", sid)
         runtime = StepRuntime(spec, wd, ledger, run_id)
+        runtime.guards = build_guards(runtime)
         loop = PlanLoop(
             runtime,
             storage,
@@ -127,13 +129,17 @@ def run_plan(
             max_steps=max_steps,
             until=until,
             lease_seconds=lease_seconds,
+            guards=runtime.guards,
         )
+        for guard in runtime.guards:
+            for sid, verdict in guard.on_run_start(runtime):
+                loop.record_verdict(sid, verdict)
         outcome = loop.run()
         view = build_view(spec, ledger.step_states(spec.plan_id))
         result: RunResult
         if view.needs_review:
             result = "needs_review"
-        elif outcome.failed:
+        elif outcome.failed or outcome.refused:
             result = "failed"
         elif view.complete:
             result = "completed"
@@ -152,7 +158,7 @@ def run_plan(
             executed_steps=outcome.executed,
             cached_steps=outcome.cached,
             skipped_steps=outcome.skipped,
-            failed_steps=outcome.failed,
+            failed_steps=outcome.failed + outcome.refused,
             interrupted_steps=report.interrupted,
             needs_review=view.needs_review,
             next_start=None
@@ -160,8 +166,10 @@ def run_plan(
             else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
             next_start_reason=_next_reason(result, outcome.stopped_by, max_steps),
         )
-        ledger.record(
-            spec.plan_id, "run_finished", run_id=run_id, **summary.model_dump(exclude={"run_id"})
+        ledger.append(
+            ProgressEvent(
+                plan_id=spec.plan_id, kind="run_finished", run_id=run_id, data=summary.model_dump()
+            )
         )
     finally:
         ledger.close()

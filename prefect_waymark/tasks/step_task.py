@@ -9,6 +9,7 @@ from prefect import Task, task
 from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
+from ..guards import StepGuard
 from ..ledger import Ledger
 from ..plan_spec import PlanSpec, StepSpec
 from ..results import StorageSpec
@@ -28,6 +29,7 @@ class StepRuntime:
         self.ledger = ledger
         self.run_id = run_id
         self.forbidden = list(getattr(plan.contract, "forbidden", []) or [])
+        self.guards: list[StepGuard] = []
 
     def __repr__(self) -> str:
         return f"StepRuntime(plan={self.plan.plan_id!r}, run={self.run_id!r})"
@@ -55,6 +57,8 @@ def waymark_step(runtime: StepRuntime, step_id: str, upstream: dict[str, Any]) -
         assert step.call is not None
         return call_step(ctx, step.call)
     except BaseException as exc:
+        for guard in runtime.guards:
+            guard.after_failed_attempt(runtime, step, f"{type(exc).__name__}: {exc}")
         runtime.ledger.record(
             runtime.plan.plan_id,
             "step_attempt_failed",
