@@ -1,0 +1,130 @@
+"""Prefect artifacts of a run: the marker (markdown, versioned by key), a table of all steps, and
+a progress artifact updated as steps complete. Keys: ``waymark-<plan-id>-marker|steps|progress``
+with the plan id normalised by :func:`~prefect_waymark.markers.marker_record.artifact_key`."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+
+from ..progress_view import PlanView, build_view
+from .marker_record import artifact_key
+
+if TYPE_CHECKING:
+    from ..guards import Verdict
+    from ..plan_spec import StepSpec
+    from ..tasks.step_task import StepRuntime
+
+__all__ = ["ProgressArtifact", "marker_markdown", "publish_run_artifacts", "read_latest_marker"]
+
+
+def marker_markdown(marker: dict[str, Any]) -> str:
+    nxt = marker["next_start"]
+    lines = [
+        f"# Execution marker — {marker['plan_id']}",
+        "",
+        f"**Result:** {marker['result']}  ",
+        f"**Executed at:** {marker['executed_at']} by {marker['executor']}  ",
+        f"**Started from:** {marker.get('started_from') or 'the beginning'}  ",
+        f"**Next start:** {nxt.get('step') or 'none'} — {nxt.get('why')}",
+        "",
+        f"- executed: {', '.join(marker['executed_steps']) or 'none'}",
+        f"- skipped (completed before): {len(marker['skipped_steps'])}",
+        f"- failed: {', '.join(marker['failed_steps']) or 'none'}",
+        f"- outputs: {len(marker['outputs'])}; receipts: {len(marker['receipts'])}",
+        "",
+        "```json",
+        json.dumps(marker, indent=2),
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+def publish_run_artifacts(marker: dict[str, Any], view: PlanView) -> None:
+    """Create this run's marker and step-table artifacts (inside the flow run)."""
+    plan_id = marker["plan_id"]
+    create_markdown_artifact(
+        markdown=marker_markdown(marker),
+        key=artifact_key(plan_id, "marker"),
+        description=f"Execution marker of plan {plan_id}: what ran and where the next run starts.",
+    )
+    create_table_artifact(
+        table=[
+            {
+                "step": s.id,
+                "status": s.status,
+                "owner": s.owner or "",
+                "branch": s.branch,
+                "milestone": s.milestone or "",
+                "last event": s.last_event_at or "",
+            }
+            for s in view.steps
+        ],
+        key=artifact_key(plan_id, "steps"),
+        description=f"Steps of plan {plan_id} and their status after this run.",
+    )
+
+
+def read_latest_marker(plan_id: str) -> dict[str, Any] | None:
+    """The latest marker artifact's JSON, read back through Prefect's API (latest version)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+
+    key = artifact_key(plan_id, "marker")
+    with get_client(sync_client=True) as client:
+        found = client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=[key]))
+        )
+    if not found or not isinstance(found[0].data, str):
+        return None
+    text = found[0].data
+    start, end = text.find("```json\n"), text.rfind("```")
+    if start < 0 or end <= start:
+        return None
+    doc: dict[str, Any] = json.loads(text[start + len("```json\n") : end])
+    return doc
+
+
+class ProgressArtifact:
+    """A guard that keeps a progress artifact current as steps complete; it never objects."""
+
+    def __init__(self) -> None:
+        self.artifact_id: UUID | None = None
+
+    def _fraction(self, runtime: StepRuntime) -> tuple[float, str]:
+        view = build_view(runtime.plan, runtime.ledger.step_states(runtime.plan.plan_id))
+        done = view.counts.get("completed", 0)
+        total = len(view.steps)
+        return 100.0 * done / total, f"{done} of {total} steps completed"
+
+    def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
+        value, text = self._fraction(runtime)
+        created = create_progress_artifact(
+            progress=value,
+            key=artifact_key(runtime.plan.plan_id, "progress"),
+            description=f"Plan {runtime.plan.plan_id}: {text}",
+        )
+        self.artifact_id = created if isinstance(created, UUID) else None
+        return []
+
+    def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
+        return None
+
+    def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
+        if self.artifact_id is None:
+            return
+        fraction, text = self._fraction(runtime)
+        update_progress_artifact(
+            self.artifact_id, fraction, description=f"Plan {runtime.plan.plan_id}: {text}"
+        )
+
+    def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
+        return None

@@ -1,0 +1,72 @@
+"""``EXECUTION_MARKER.json``: one entry per run appended, never rewritten; checked against the
+ledger before every append so a corrupt or hand-edited file is refused, and rebuildable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .generated_files import GENERATED_BY, MarkerFileError, atomic_write
+
+__all__ = ["MARKER_FILE", "marker_document", "read_marker_file", "verify_marker_file"]
+
+MARKER_FILE = "EXECUTION_MARKER.json"
+_NOTE = f"{GENERATED_BY}: do not edit; rebuild with `waymark marker PLAN --rebuild`"
+
+
+def marker_document(plan_id: str, history: list[dict[str, Any]]) -> str:
+    body = json.dumps({"plan_id": plan_id, "execution_history": history}, indent=2)
+    # The first line says the file is generated (and is how waymark recognises its own file).
+    return '{"generated_by": ' + json.dumps(_NOTE) + "," + body[1:] + "\n"
+
+
+def read_marker_file(path: Path) -> dict[str, Any] | None:
+    """The parsed file, ``None`` if absent; :class:`MarkerFileError` if corrupt."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MarkerFileError(
+            f"{path}: corrupt marker file (JSON error at line {exc.lineno}: {exc.msg}); "
+            "nothing was written. Rebuild it from the ledger with `waymark marker PLAN --rebuild`."
+        ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("execution_history"), list):
+        raise MarkerFileError(
+            f"{path}: not a marker file (expected an object with an execution_history list); "
+            "rebuild it with `waymark marker PLAN --rebuild`."
+        )
+    return doc
+
+
+def verify_marker_file(path: Path, plan_id: str, ledger_history: list[dict[str, Any]]) -> None:
+    """Refuse a file whose history is not exactly the ledger's (edited by hand, or corrupt)."""
+    doc = read_marker_file(path)
+    if doc is None:
+        return
+    if doc.get("plan_id") != plan_id:
+        raise MarkerFileError(
+            f"{path}: plan_id is {doc.get('plan_id')!r}, expected {plan_id!r}; "
+            "choose another folder with --markers-dir"
+        )
+    history = doc["execution_history"]
+    for i, (mine, theirs) in enumerate(zip(ledger_history, history, strict=False)):
+        if mine != theirs:
+            fields = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            raise MarkerFileError(
+                f"{path}: execution_history[{i}] differs from the ledger "
+                f"(fields: {', '.join(fields)}); the file was edited by hand. Nothing was "
+                "written; rebuild it from the ledger with `waymark marker PLAN --rebuild`."
+            )
+    if len(history) > len(ledger_history):
+        raise MarkerFileError(
+            f"{path}: has {len(history)} entries, the ledger {len(ledger_history)}; "
+            "rebuild it with `waymark marker PLAN --rebuild`."
+        )
+
+
+def write_marker_file(path: Path, plan_id: str, history: list[dict[str, Any]]) -> None:
+    atomic_write(path, marker_document(plan_id, history))

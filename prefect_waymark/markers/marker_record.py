@@ -1,0 +1,122 @@
+"""One execution marker: the boundary of one run, machine-readable (DESIGN.md, seed essay)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from ..ledger import Ledger
+from ..models import GoalContract, ProgressEvent
+from ..plan_spec import PlanSpec
+
+__all__ = [
+    "MARKER_EVENT",
+    "artifact_key",
+    "build_marker",
+    "contract_fingerprint",
+    "marker_history",
+]
+
+MARKER_EVENT = "marker_written"
+REF_EVENT_KINDS = ("reanchor", "accepted_versions")
+
+
+def artifact_key(plan_id: str, suffix: str) -> str:
+    """Prefect artifact keys allow only lowercase letters, digits and dashes.
+
+    The plan id is lowercased and every run of other characters becomes one dash:
+    ``Weekly_Report.v2`` → ``waymark-weekly-report-v2-marker``.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", plan_id.lower()).strip("-") or "plan"
+    return f"waymark-{slug}-{suffix}"
+
+
+def contract_fingerprint(contract: GoalContract) -> dict[str, Any]:
+    body = json.dumps(contract.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return {
+        "goal_id": contract.goal_id,
+        "version": contract.version,
+        "status": contract.status,
+        "hash": hashlib.sha256(body.encode()).hexdigest(),
+    }
+
+
+def _local_iso(at: datetime) -> str:
+    return at.astimezone().isoformat(timespec="seconds")
+
+
+def _refs_seen(events: list[ProgressEvent]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Names and versions of state refs (and the contract) seen by this run's re-anchors."""
+    refs: dict[str, dict[str, Any]] = {}
+    contract: dict[str, Any] | None = None
+    for ev in events:
+        if ev.kind not in REF_EVENT_KINDS:
+            continue
+        for ref in ev.data.get("refs", []) or []:
+            if isinstance(ref, dict) and "name" in ref:
+                refs[str(ref["name"])] = {
+                    "name": ref["name"],
+                    "version": ref.get("current", ref.get("version")),
+                }
+        if isinstance(ev.data.get("contract"), dict):
+            contract = {
+                k: ev.data["contract"].get(k) for k in ("goal_id", "version", "hash", "status")
+            }
+    return list(refs.values()), contract
+
+
+def build_marker(
+    plan: PlanSpec, ledger: Ledger, summary: dict[str, Any], *, marker_file: str | None
+) -> dict[str, Any]:
+    """The marker of the run that ``summary`` describes, from the summary and the ledger."""
+    run_id = summary["run_id"]
+    states = ledger.step_states(plan.plan_id)
+    executed = list(summary.get("executed_steps", [])) + list(summary.get("cached_steps", []))
+    outputs: list[dict[str, str]] = []
+    receipts: list[dict[str, Any]] = []
+    for sid in executed:
+        st = states.get(sid)
+        if st is None:
+            continue
+        outputs += [{"step": sid, "path": p, "sha256": h} for p, h in sorted(st.outputs.items())]
+        receipts += [dict(r, step=sid) for r in st.receipts]
+    run_events = [
+        e for e in ledger.events(plan.plan_id, kinds=REF_EVENT_KINDS) if e.run_id == run_id
+    ]
+    refs, contract = _refs_seen(run_events)
+    if contract is None and isinstance(plan.contract, GoalContract):
+        contract = contract_fingerprint(plan.contract)
+    finished = datetime.fromisoformat(summary["finished_at"])
+    nxt = summary.get("next_start")
+    return {
+        "plan_id": plan.plan_id,
+        "run_id": run_id,
+        "executed_at": _local_iso(finished),
+        "started_at": _local_iso(datetime.fromisoformat(summary["started_at"])),
+        "executor": summary["executor"],
+        "workdir": summary["workdir"],
+        "flow_run_id": summary.get("flow_run_id"),
+        "started_from": summary.get("started_from"),
+        "executed_steps": executed,
+        "skipped_steps": list(summary.get("skipped_steps", [])),
+        "failed_steps": list(summary.get("failed_steps", [])),
+        "outputs": outputs,
+        "receipts": receipts,
+        "state_refs": refs,
+        "contract": contract,
+        "result": summary["result"],
+        "next_start": {
+            "step": nxt,
+            "why": summary.get("next_start_reason")
+            or ("plan complete" if nxt is None else "next pending step"),
+        },
+        "marker_file": marker_file,
+    }
+
+
+def marker_history(ledger: Ledger, plan_id: str) -> list[dict[str, Any]]:
+    """Every marker of the plan, oldest first, as recorded in the ledger."""
+    return [dict(e.data) for e in ledger.events(plan_id, kinds=[MARKER_EVENT])]

@@ -1,0 +1,89 @@
+"""Everything a run leaves behind when it ends, in the seed's order: TASKS.md statuses, what was
+verified in IMPLEMENTATION_LOG.md, the marker (ledger event, EXECUTION_MARKER.json, Prefect
+artifact), and "Latest execution record" in STATE.md."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from ..ledger import Ledger
+from ..models import ProgressEvent
+from ..plan_spec import PlanSpec
+from ..progress_view import build_view
+from .generated_files import MarkerFileError, atomic_write, check_writable
+from .human_views import implementation_log_md, state_md, tasks_md
+from .marker_file import MARKER_FILE, verify_marker_file, write_marker_file
+from .marker_record import MARKER_EVENT, build_marker, marker_history
+
+__all__ = [
+    "VIEW_FILES",
+    "markers_folder",
+    "preflight_markers",
+    "rebuild_marker_files",
+    "write_run_markers",
+]
+
+VIEW_FILES = ("TASKS.md", "IMPLEMENTATION_LOG.md", MARKER_FILE, "STATE.md")
+
+
+def markers_folder(plan: PlanSpec, workdir: Path, markers_dir: str | Path | None) -> Path:
+    """Beside the plan file by default; else the workdir; ``markers_dir`` overrides both."""
+    if markers_dir is not None:
+        return Path(markers_dir).resolve()
+    return (plan.base_dir or workdir).resolve()
+
+
+def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> None:
+    """Refuse before anything runs if a target file is someone else's or a corrupt marker."""
+    check_writable([folder / name for name in VIEW_FILES])
+    history = marker_history(ledger, plan.plan_id) if ledger is not None else []
+    verify_marker_file(folder / MARKER_FILE, plan.plan_id, history)
+
+
+def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path) -> None:
+    history = marker_history(ledger, plan.plan_id)
+    view = build_view(plan, ledger.step_states(plan.plan_id))
+    atomic_write(folder / "TASKS.md", tasks_md(plan, view))
+    atomic_write(folder / "IMPLEMENTATION_LOG.md", implementation_log_md(plan, history, view))
+    write_marker_file(folder / MARKER_FILE, plan.plan_id, history)
+    atomic_write(folder / "STATE.md", state_md(plan, view, history[-1] if history else None))
+
+
+def write_run_markers(
+    plan: PlanSpec,
+    ledger: Ledger,
+    summary: dict[str, Any],
+    folder: Path,
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+    *,
+    artifacts: bool = True,
+) -> dict[str, Any]:
+    """Record and write this run's marker; return it. File problems are logged, not raised:
+    the ledger event is the record of truth and the files can be rebuilt from it."""
+    marker = build_marker(plan, ledger, summary, marker_file=str(folder / MARKER_FILE))
+    ledger.append(
+        ProgressEvent(plan_id=plan.plan_id, kind=MARKER_EVENT, run_id=marker["run_id"], data=marker)
+    )
+    try:
+        check_writable([folder / name for name in VIEW_FILES])
+        _write_views(plan, ledger, folder)
+    except (MarkerFileError, OSError) as exc:
+        logger.error("marker files not written: %s", exc)
+    if artifacts:
+        from .artifacts import publish_run_artifacts
+
+        try:
+            publish_run_artifacts(marker, build_view(plan, ledger.step_states(plan.plan_id)))
+        except Exception as exc:  # noqa: BLE001 - the UI copy must not fail the run
+            logger.error("marker artifacts not published: %s", exc)
+    return marker
+
+
+def rebuild_marker_files(plan: PlanSpec, ledger: Ledger, folder: Path) -> int:
+    """Rewrite waymark's files from the ledger (after a corrupt or hand-edited marker file).
+    Only files waymark wrote (or a corrupt marker) are replaced; returns the number of runs."""
+    check_writable([folder / name for name in VIEW_FILES if name != MARKER_FILE])
+    _write_views(plan, ledger, folder)
+    return len(marker_history(ledger, plan.plan_id))
