@@ -6,17 +6,24 @@ WaymarkError
 │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
 │   ├── BranchBusyError       another run holds the branch's single in_progress slot
 │   └── TransitionError       a status change the progress rules do not allow
-└── StepError                 a step failed (its command exited non-zero, its callable raised)
+├── StepError                 a step failed (its command exited non-zero, its callable raised)
+│   └── ForbiddenActionError  a step tried an action the goal contract forbids
+└── NeedsReview               a step must stop for a person (the run records needs_review)
+    └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "BranchBusyError",
+    "ForbiddenActionError",
     "LedgerError",
     "LedgerVersionError",
+    "NeedsReview",
+    "OutcomeUnknownError",
     "PlanError",
     "PlanProblem",
     "StepError",
@@ -92,3 +99,42 @@ class TransitionError(LedgerError):
 
 class StepError(WaymarkError):
     """A step's body failed: a non-zero exit code or an exception from its callable."""
+
+
+class ForbiddenActionError(StepError):
+    """A step tried an irreversible action that the goal contract's ``forbidden`` list names."""
+
+    def __init__(self, step_id: str, action: str, rule: str) -> None:
+        self.step_id = step_id
+        self.action = action
+        self.rule = rule
+        super().__init__(
+            f"step {step_id!r}: action {action!r} is forbidden by the goal contract ({rule!r}); "
+            "nothing was done"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.step_id, self.action, self.rule))
+
+
+class NeedsReview(WaymarkError):
+    """Raised inside a step: stop it at needs_review with ``reason`` (the run records it)."""
+
+    def __init__(self, reason: str, details: dict[str, Any] | None = None) -> None:
+        self.reason = reason
+        self.details = dict(details or {})
+        super().__init__(reason)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.details))
+
+
+class OutcomeUnknownError(NeedsReview):
+    """An action's intent was recorded but no receipt: it may or may not have happened.
+
+    Without a probe to ask the business system, the action is never run again blindly; a person
+    records what happened (``waymark receipt``) and the plan continues.
+    """
+
+    def __init__(self, reason: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(reason, details)
