@@ -14,8 +14,10 @@ from prefect.runtime import flow_run
 from ..errors import StepError
 from ..guards import build_guards
 from ..identity import default_executor
-from ..ledger import open_ledger, resolve_ledger_url
+from ..ledger import Ledger, open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
+from ..markers import marker_history, markers_folder, preflight_markers, write_run_markers
+from ..markers.artifacts import ProgressArtifact
 from ..models import ProgressEvent, utcnow
 from ..plan_loader import load_plan, validate_plan_data
 from ..plan_spec import PlanSpec
@@ -70,6 +72,8 @@ def run_plan(
     executor: str | None = None,
     result_storage: StorageSpec | None = None,
     lease_seconds: float = 60.0,
+    markers_dir: str | None = None,
+    publish_artifacts: bool = True,
 ) -> dict[str, Any]:
     """Run a plan, continuing where the last run stopped.
 
@@ -84,6 +88,9 @@ def run_plan(
         result_storage: a saved Prefect file-system block, its slug, or a path (default
             ``<workdir>/.waymark/results``).
         lease_seconds: how long a step's in_progress hold lives without renewal.
+        markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md and
+            IMPLEMENTATION_LOG.md go (default: beside the plan file).
+        publish_artifacts: create the marker, step-table and progress Prefect artifacts.
 
     Returns the run summary as a dict; raises :class:`PlanRunFailed` if a step failed.
     """
@@ -98,7 +105,11 @@ def run_plan(
     started_at = utcnow().isoformat()
     ledger = open_ledger(resolve_ledger_url(ledger_url, wd))
     try:
+        folder = markers_folder(spec, wd, markers_dir)
+        preflight_markers(spec, ledger, folder)  # refuse before anything is recorded
         before = build_view(spec, ledger.step_states(spec.plan_id))
+        history = marker_history(ledger, spec.plan_id)
+        started_from = history[-1]["next_start"]["step"] if history else before.next_step
         ledger.record(
             spec.plan_id,
             "run_started",
@@ -110,41 +121,72 @@ def run_plan(
             pid=os.getpid(),
             plan_hash=spec.plan_hash(),
             step_hashes=spec.step_hashes(),
-            started_from=before.next_step,
+            started_from=started_from,
             max_steps=max_steps,
             until=until,
         )
-        report = prepare_resume(ledger, spec, results, run_id)
-        for sid in report.interrupted:
-            logger.warning("step %s was left in_progress by a dead run: running it again", sid)
-        for sid in report.new_reviews:
-            logger.warning("step %s needs review", sid)
-        runtime = StepRuntime(spec, wd, ledger, run_id)
-        runtime.guards = build_guards(runtime)
-        loop = PlanLoop(
-            runtime,
-            storage,
-            results,
-            logger,
-            max_steps=max_steps,
-            until=until,
-            lease_seconds=lease_seconds,
-            guards=runtime.guards,
+        try:
+            summary = _run_steps(
+                spec,
+                ledger,
+                logger,
+                results,
+                storage,
+                wd,
+                run_id,
+                who,
+                started_at,
+                fr_id,
+                started_from,
+                max_steps,
+                until,
+                lease_seconds,
+                publish_artifacts,
+            )
+        except Exception as exc:
+            _record_crash(
+                spec,
+                ledger,
+                logger,
+                run_id,
+                who,
+                wd,
+                started_at,
+                fr_id,
+                started_from,
+                exc,
+                folder,
+                publish_artifacts,
+            )
+            raise
+        write_run_markers(
+            spec, ledger, summary.model_dump(), folder, logger, artifacts=publish_artifacts
         )
-        for guard in runtime.guards:
-            for sid, verdict in guard.on_run_start(runtime):
-                loop.record_verdict(sid, verdict)
-        outcome = loop.run()
+    finally:
+        ledger.close()
+    logger.info("%s", summary.text())
+    if summary.result == "failed":
+        raise PlanRunFailed(summary)
+    return summary.model_dump()
+
+
+def _record_crash(
+    spec: PlanSpec,
+    ledger: Ledger,
+    logger: Any,
+    run_id: str,
+    who: str,
+    wd: Path,
+    started_at: str,
+    fr_id: Any,
+    started_from: str | None,
+    exc: BaseException,
+    folder: Path,
+    publish_artifacts: bool,
+) -> None:
+    """An unexpected error still leaves a run_finished event and a marker (result: failed)."""
+    try:
         view = build_view(spec, ledger.step_states(spec.plan_id))
-        result: RunResult
-        if view.needs_review:
-            result = "needs_review"
-        elif outcome.failed or outcome.refused:
-            result = "failed"
-        elif view.complete:
-            result = "completed"
-        else:
-            result = "stopped"
         summary = RunSummary(
             plan_id=spec.plan_id,
             run_id=run_id,
@@ -153,27 +195,98 @@ def run_plan(
             workdir=str(wd),
             started_at=started_at,
             finished_at=utcnow().isoformat(),
-            result=result,
-            started_from=before.next_step,
-            executed_steps=outcome.executed,
-            cached_steps=outcome.cached,
-            skipped_steps=outcome.skipped,
-            failed_steps=outcome.failed + outcome.refused,
-            interrupted_steps=report.interrupted,
+            result="failed",
+            started_from=started_from,
             needs_review=view.needs_review,
-            next_start=None
-            if view.complete
-            else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
-            next_start_reason=_next_reason(result, outcome.stopped_by, max_steps),
+            next_start=view.next_step,
+            next_start_reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
         )
         ledger.append(
             ProgressEvent(
                 plan_id=spec.plan_id, kind="run_finished", run_id=run_id, data=summary.model_dump()
             )
         )
-    finally:
-        ledger.close()
-    logger.info("%s", summary.text())
-    if result == "failed":
-        raise PlanRunFailed(summary)
-    return summary.model_dump()
+        write_run_markers(
+            spec, ledger, summary.model_dump(), folder, logger, artifacts=publish_artifacts
+        )
+    except Exception as inner:  # noqa: BLE001 - never hide the original error
+        logger.error("could not record the failed run's marker: %s", inner)
+
+
+def _run_steps(
+    spec: PlanSpec,
+    ledger: Ledger,
+    logger: Any,
+    results: ResultAccess,
+    storage: StorageSpec,
+    wd: Path,
+    run_id: str,
+    who: str,
+    started_at: str,
+    fr_id: Any,
+    started_from: str | None,
+    max_steps: int | None,
+    until: str | None,
+    lease_seconds: float,
+    publish_artifacts: bool,
+) -> RunSummary:
+    report = prepare_resume(ledger, spec, results, run_id)
+    for sid in report.interrupted:
+        logger.warning("step %s was left in_progress by a dead run: running it again", sid)
+    for sid in report.new_reviews:
+        logger.warning("step %s needs review", sid)
+    runtime = StepRuntime(spec, wd, ledger, run_id)
+    runtime.guards = build_guards(runtime)
+    if publish_artifacts:
+        runtime.guards.append(ProgressArtifact())
+    loop = PlanLoop(
+        runtime,
+        storage,
+        results,
+        logger,
+        max_steps=max_steps,
+        until=until,
+        lease_seconds=lease_seconds,
+        guards=runtime.guards,
+    )
+    for guard in runtime.guards:
+        for sid, verdict in guard.on_run_start(runtime):
+            loop.record_verdict(sid, verdict)
+    outcome = loop.run()
+    view = build_view(spec, ledger.step_states(spec.plan_id))
+    result: RunResult
+    if view.needs_review:
+        result = "needs_review"
+    elif outcome.failed or outcome.refused:
+        result = "failed"
+    elif view.complete:
+        result = "completed"
+    else:
+        result = "stopped"
+    summary = RunSummary(
+        plan_id=spec.plan_id,
+        run_id=run_id,
+        flow_run_id=str(fr_id) if fr_id else None,
+        executor=who,
+        workdir=str(wd),
+        started_at=started_at,
+        finished_at=utcnow().isoformat(),
+        result=result,
+        started_from=started_from,
+        executed_steps=outcome.executed,
+        cached_steps=outcome.cached,
+        skipped_steps=outcome.skipped,
+        failed_steps=outcome.failed + outcome.refused,
+        interrupted_steps=report.interrupted,
+        needs_review=view.needs_review,
+        next_start=None
+        if view.complete
+        else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
+        next_start_reason=_next_reason(result, outcome.stopped_by, max_steps),
+    )
+    ledger.append(
+        ProgressEvent(
+            plan_id=spec.plan_id, kind="run_finished", run_id=run_id, data=summary.model_dump()
+        )
+    )
+    return summary
