@@ -41,6 +41,7 @@ def run_from_cli(
     max_steps: int | None,
     until: str | None,
     executor: str | None,
+    markers_dir: Path | None = None,
 ) -> int:
     from .errors import WaymarkError
 
@@ -59,6 +60,7 @@ def run_from_cli(
         max_steps=max_steps,
         until=until,
         executor=executor or default_executor(),
+        markers_dir=str(markers_dir) if markers_dir is not None else None,
         return_state=True,
     )
     if state.is_completed():

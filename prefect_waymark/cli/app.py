@@ -106,25 +106,51 @@ def _run(
     max_steps: int | None,
     until: str | None,
     executor: str | None,
+    markers_dir: Path | None = None,
 ) -> None:
     spec = load_or_exit(plan)
     if until is not None and until not in {s.id for s in spec.steps}:
         fail(f"--until: unknown step {until!r} in {plan}")
     if max_steps is not None and max_steps < 1:
         fail("--max-steps: expected a number >= 1")
+    wd = workdir_for(spec, workdir)
+    _preflight_markers(spec, wd, ledger, markers_dir)
     from ..runner import run_from_cli
 
     code = run_from_cli(
         plan_path=plan,
-        workdir=workdir_for(spec, workdir),
+        workdir=wd,
         ledger_url=ledger,
         max_steps=max_steps,
         until=until,
         executor=executor,
+        markers_dir=markers_dir,
     )
     raise typer.Exit(code)
 
 
+def _preflight_markers(spec: Any, wd: Path, ledger: str | None, markers_dir: Path | None) -> None:
+    """Refuse (exit 2) before Prefect starts if waymark's files would overwrite someone's."""
+    from ..markers import MarkerFileError, markers_folder, preflight_markers
+
+    led = open_or_exit(ledger, wd, create=False)
+    try:
+        preflight_markers(spec, led, markers_folder(spec, wd, markers_dir))
+    except MarkerFileError as exc:
+        fail(str(exc))
+    finally:
+        if led is not None:
+            led.close()
+
+
+MarkersDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--markers-dir",
+        help="Folder for EXECUTION_MARKER.json, TASKS.md, STATE.md, IMPLEMENTATION_LOG.md "
+        "(default: beside the plan file).",
+    ),
+]
 MaxStepsOpt = Annotated[
     int | None, typer.Option("--max-steps", help="Run at most N steps, then stop (exit 3).")
 ]
@@ -144,13 +170,14 @@ def run(
     max_steps: MaxStepsOpt = None,
     until: UntilOpt = None,
     executor: ExecutorOpt = None,
+    markers_dir: MarkersDirOpt = None,
 ) -> None:
     """Run a plan, or continue it where the last run stopped.
 
     Exit codes: 0 completed, 1 a step failed, 2 bad input, 3 stopped with steps remaining,
     4 stopped for review.
     """
-    _run(plan, workdir, ledger, max_steps, until, executor)
+    _run(plan, workdir, ledger, max_steps, until, executor, markers_dir)
 
 
 @app.command()
@@ -161,9 +188,10 @@ def resume(
     max_steps: MaxStepsOpt = None,
     until: UntilOpt = None,
     executor: ExecutorOpt = None,
+    markers_dir: MarkersDirOpt = None,
 ) -> None:
     """Same as ``run``: continue the plan where the last run stopped."""
-    _run(plan, workdir, ledger, max_steps, until, executor)
+    _run(plan, workdir, ledger, max_steps, until, executor, markers_dir)
 
 
 @app.command()
@@ -197,6 +225,31 @@ def rerun(
         except TransitionError as exc:
             fail(str(exc))
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
+
+
+@app.command()
+def marker(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    markers_dir: MarkersDirOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the marker as JSON.")] = False,
+    history: Annotated[bool, typer.Option("--history", help="Every run's marker.")] = False,
+    rebuild: Annotated[
+        bool,
+        typer.Option("--rebuild", help="Rewrite EXECUTION_MARKER.json and views from the ledger."),
+    ] = False,
+    from_prefect: Annotated[
+        bool,
+        typer.Option("--from-prefect", help="Read the latest marker artifact from Prefect's API."),
+    ] = False,
+) -> None:
+    """Show the latest execution marker: what the last run did and where the next one starts."""
+    from .marker_command import marker_command
+
+    raise typer.Exit(
+        marker_command(plan, workdir, ledger, markers_dir, as_json, history, rebuild, from_prefect)
+    )
 
 
 server_app = typer.Typer(

@@ -3,13 +3,11 @@ branch (held by the ledger), branches concurrently, and records every outcome.""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from prefect.futures import PrefectFuture
@@ -17,24 +15,13 @@ from prefect.futures import PrefectFuture
 from ..errors import BranchBusyError, TransitionError
 from ..guards import StepGuard, Verdict
 from ..ledger.base import this_host
+from ..output_hashes import hash_outputs
 from ..plan_spec import PlanSpec
 from ..results import ResultAccess, StorageSpec
 from ..tasks.cache_policy import step_result_key
 from ..tasks.step_task import StepRuntime, step_task
 
 __all__ = ["LoopOutcome", "PlanLoop", "hash_outputs"]
-
-
-def hash_outputs(workdir: Path, outputs: list[str]) -> dict[str, str]:
-    """sha256 of each declared output; ``absent`` for a missing file."""
-    hashed: dict[str, str] = {}
-    for rel in outputs:
-        path = workdir / rel
-        try:
-            hashed[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except (FileNotFoundError, IsADirectoryError):
-            hashed[rel] = "absent"
-    return hashed
 
 
 @dataclass

@@ -18,6 +18,7 @@ from ..ledger import Ledger, open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
 from ..markers import marker_history, markers_folder, preflight_markers, write_run_markers
 from ..markers.artifacts import ProgressArtifact
+from ..markers.output_guard import OutputsGuard
 from ..models import ProgressEvent, utcnow
 from ..plan_loader import load_plan, validate_plan_data
 from ..plan_spec import PlanSpec
@@ -237,6 +238,7 @@ def _run_steps(
         logger.warning("step %s needs review", sid)
     runtime = StepRuntime(spec, wd, ledger, run_id)
     runtime.guards = build_guards(runtime)
+    runtime.guards.append(OutputsGuard())
     if publish_artifacts:
         runtime.guards.append(ProgressArtifact())
     loop = PlanLoop(

@@ -134,6 +134,8 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.cached = False
     elif kind == "step_review_accepted":
         s.status = d.get("resume_status") or s.status_before_review or "pending"
+        # Accepting an edited output accepts its current content as the step's output.
+        s.outputs.update(s.review_data.get("current_outputs", {}))
         s.review_reason = None
         s.review_data = {}
         if "def_hash" in d:

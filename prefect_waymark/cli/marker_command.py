@@ -1,0 +1,79 @@
+"""``waymark marker``: the latest execution marker, the history, or a rebuild of the files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import exit_codes
+from ._common import fail, load_or_exit, open_or_exit, workdir_for
+
+
+def _print_marker(m: dict[str, Any]) -> None:
+    nxt = m["next_start"]
+    print(f"{m['executed_at']}  {m['result']:<12} by {m['executor']}")
+    print(f"  started from: {m.get('started_from') or 'the beginning'}")
+    print(f"  executed: {', '.join(m['executed_steps']) or 'none'}")
+    print(f"  skipped: {len(m['skipped_steps'])}; failed: {', '.join(m['failed_steps']) or 'none'}")
+    for o in m.get("outputs", []):
+        print(f"  output: {o['path']} sha256 {o['sha256'][:16]}")
+    for r in m.get("receipts", []):
+        print(f"  receipt: {r.get('key')} ({r.get('outcome', 'applied')})")
+    print(f"  next start: {nxt.get('step') or 'none'} ({nxt.get('why')})")
+
+
+def marker_command(
+    plan_path: Path,
+    workdir: Path | None,
+    ledger_url: str | None,
+    markers_dir: Path | None,
+    as_json: bool,
+    history: bool,
+    rebuild: bool,
+    from_prefect: bool,
+) -> int:
+    from ..markers import MarkerFileError, marker_history, markers_folder, rebuild_marker_files
+
+    spec = load_or_exit(plan_path)
+    wd = workdir_for(spec, workdir)
+    if from_prefect:
+        from ..runner import configure_prefect
+
+        configure_prefect()
+        from ..markers.artifacts import read_latest_marker
+
+        latest = read_latest_marker(spec.plan_id)
+        if latest is None:
+            fail(f"no marker artifact for plan {spec.plan_id!r} in Prefect", exit_codes.STEP_FAILED)
+        if as_json:
+            print(json.dumps(latest, indent=2))
+        else:
+            _print_marker(latest)
+        return exit_codes.OK
+    led = open_or_exit(ledger_url, wd, create=rebuild)
+    if led is None:
+        print(f"plan {spec.plan_id}: no run recorded yet", file=sys.stderr)
+        return exit_codes.OK
+    with led:
+        markers = marker_history(led, spec.plan_id)
+        if rebuild:
+            folder = markers_folder(spec, wd, markers_dir)
+            try:
+                n = rebuild_marker_files(spec, led, folder)
+            except MarkerFileError as exc:
+                fail(str(exc))
+            print(f"rebuilt waymark's files in {folder} from {n} runs in the ledger")
+            return exit_codes.OK
+    if not markers:
+        print(f"plan {spec.plan_id}: no run recorded yet", file=sys.stderr)
+        return exit_codes.OK
+    shown = markers if history else markers[-1:]
+    if as_json:
+        doc: Any = {"plan_id": spec.plan_id, "execution_history": shown} if history else shown[0]
+        print(json.dumps(doc, indent=2))
+    else:
+        for m in shown:
+            _print_marker(m)
+    return exit_codes.OK
