@@ -16,6 +16,7 @@ from ..guards import build_guards
 from ..identity import default_executor
 from ..ledger import Ledger, open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
+from ..log_filters import install_log_filters
 from ..markers import marker_history, markers_folder, preflight_markers, write_run_markers
 from ..markers.artifacts import ProgressArtifact
 from ..markers.output_guard import OutputsGuard
@@ -95,6 +96,7 @@ def run_plan(
 
     Returns the run summary as a dict; raises :class:`PlanRunFailed` if a step failed.
     """
+    install_log_filters()
     logger = get_run_logger()
     spec = _load(plan, workdir)
     wd = Path(workdir).resolve() if workdir else (spec.base_dir or Path.cwd()).resolve()

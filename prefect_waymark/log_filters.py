@@ -1,0 +1,42 @@
+"""Quieter logs for expected failures.
+
+Prefect logs a failed task's exception with a Python traceback. For a ``run:`` step that exited
+non-zero, or a run that ends because a step failed, that traceback points into waymark's own
+code and says nothing the one-line error does not; the step's output tail is logged separately.
+These filters drop the traceback for those two exception types only — a ``call:`` step's own
+exception keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+
+__all__ = ["install_log_filters"]
+
+_INSTALLED: set[str] = set()
+
+
+class _DropExpectedTracebacks(logging.Filter):
+    def __init__(self, types: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.types = types
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.types):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def install_log_filters() -> None:
+    """Install the filters on Prefect's task-run and flow-run loggers (once per process)."""
+    from .errors import StepError
+    from .tasks.step_body import ShellStepError
+
+    for name, types in (
+        ("prefect.task_runs", (ShellStepError,)),
+        ("prefect.flow_runs", (StepError,)),
+    ):
+        if name not in _INSTALLED:
+            logging.getLogger(name).addFilter(_DropExpectedTracebacks(types))
+            _INSTALLED.add(name)
