@@ -10,7 +10,7 @@ import typer
 
 from .. import exit_codes
 from ..errors import LedgerError, PlanError
-from ..ledger import Ledger, open_ledger, resolve_ledger_url
+from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_ledger_url
 from ..plan_loader import load_plan
 from ..plan_spec import PlanSpec
 
@@ -42,5 +42,19 @@ def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | No
         return open_ledger(resolved, create=create)
     except LedgerError as exc:
         if not create and "no ledger tables" in str(exc):
+            return None
+        fail(str(exc))
+
+
+def open_reader_or_exit(url: str | None, workdir: Path) -> LedgerReader | None:
+    """Open the ledger read-only (SQLite without SQLAlchemy); ``None`` if it does not exist."""
+    resolved = resolve_ledger_url(url, workdir)
+    if resolved.startswith("sqlite:///"):
+        if not Path(resolved.removeprefix("sqlite:///")).exists():
+            return None
+    try:
+        return open_reader(resolved)
+    except LedgerError as exc:
+        if "no ledger tables" in str(exc):
             return None
         fail(str(exc))

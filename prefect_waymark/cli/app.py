@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import exit_codes
-from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
 
 app = typer.Typer(
     name="waymark",
@@ -63,18 +63,20 @@ def status(
     ] = False,
 ) -> None:
     """Show each step's status from the ledger. Never starts Prefect; creates nothing."""
+    from ..ledger import Ledger
     from ..progress_view import build_view
     from .status_output import print_json, print_table
 
     spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
-    led = open_or_exit(ledger, wd, create=False)
+    # Plain status reads a SQLite ledger without SQLAlchemy; --rebuild writes, so it opens it all.
+    led = open_or_exit(ledger, wd, create=False) if rebuild else open_reader_or_exit(ledger, wd)
     extra: dict[str, Any] = {}
     if led is None:
         states = {}
     else:
         with led:
-            if rebuild:
+            if isinstance(led, Ledger) and rebuild:
                 before = led.step_states(spec.plan_id)
                 states = led.rebuild(spec.plan_id, write=True)
                 extra["rebuilt"] = {"steps": len(states), "changed": before != states}

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ..progress_view import PlanView
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _STYLE = {
     "completed": "green",
@@ -42,6 +42,9 @@ def print_json(view: PlanView, extra: dict[str, Any]) -> None:
 
 
 def print_table(view: PlanView, extra: dict[str, Any], console: Console | None = None) -> None:
+    from rich.console import Console  # not needed by --json: spare its import time
+    from rich.table import Table
+
     console = console or Console(width=120)
     title = f"{view.plan_id}" + (f" — {view.title}" if view.title else "")
     table = Table(title=title, title_justify="left")

@@ -1,22 +1,31 @@
-"""The progress ledger: append-only events on SQLite (default) or PostgreSQL."""
+"""The progress ledger: append-only events on SQLite (default) or PostgreSQL.
+
+:class:`SqlLedger` (SQLAlchemy) loads on first use, so read-only commands that open a SQLite
+ledger through :func:`open_reader` never import SQLAlchemy.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .base import SCHEMA_VERSION, Hold, Ledger
-from .sql_ledger import SqlLedger
+from .base import SCHEMA_VERSION, Hold, Ledger, LedgerReader
 from .step_state import StepState
+
+if TYPE_CHECKING:
+    from .sql_ledger import SqlLedger
 
 __all__ = [
     "SCHEMA_VERSION",
     "Hold",
     "Ledger",
+    "LedgerReader",
     "SqlLedger",
     "StepState",
     "default_ledger_url",
     "open_ledger",
+    "open_reader",
     "resolve_ledger_url",
 ]
 
@@ -35,4 +44,27 @@ def resolve_ledger_url(url: str | None, workdir: Path) -> str:
 
 def open_ledger(url: str, *, create: bool = True) -> Ledger:
     """Open (and with ``create``, initialise) the ledger at ``url``."""
+    from .sql_ledger import SqlLedger
+
     return SqlLedger(url, create=create)
+
+
+def open_reader(url: str) -> LedgerReader:
+    """Open an existing ledger for reading only; creates nothing.
+
+    A SQLite file is read through the standard library (no SQLAlchemy import); other URLs
+    open a :class:`SqlLedger` without creating tables.
+    """
+    from .sqlite_reader import SqliteReader, sqlite_path
+
+    if sqlite_path(url) is not None:
+        return SqliteReader(url)
+    return open_ledger(url, create=False)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SqlLedger":
+        from .sql_ledger import SqlLedger
+
+        return SqlLedger
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,14 +8,33 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from ..errors import LedgerVersionError
 from ..models import ProgressEvent
 from .step_state import StepState
 
-__all__ = ["SCHEMA_VERSION", "Hold", "Ledger", "pid_alive", "this_host"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Hold",
+    "Ledger",
+    "LedgerReader",
+    "check_schema_version",
+    "pid_alive",
+    "this_host",
+]
 
 SCHEMA_VERSION = 1
+
+
+def check_schema_version(found: int, where: str) -> None:
+    """Refuse a ledger whose schema was written by a newer prefect-waymark."""
+    if found > SCHEMA_VERSION:
+        raise LedgerVersionError(
+            f"the ledger {where} has schema version {found}, written by a newer "
+            f"prefect-waymark; this version reads up to {SCHEMA_VERSION}: "
+            "upgrade prefect-waymark"
+        )
 
 
 def this_host() -> str:
@@ -55,6 +74,22 @@ class Hold:
         if (now if now is not None else time.time()) > self.lease_until:
             return True
         return self.host == this_host() and not pid_alive(self.pid)
+
+
+class LedgerReader(Protocol):
+    """What read-only commands (``waymark status``) need; every :class:`Ledger` is one."""
+
+    url: str
+
+    def step_states(self, plan_id: str) -> dict[str, StepState]: ...
+
+    def last_event(self, plan_id: str, kinds: Iterable[str]) -> ProgressEvent | None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> LedgerReader: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 class Ledger(ABC):
