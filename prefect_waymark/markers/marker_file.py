@@ -15,8 +15,37 @@ MARKER_FILE = "EXECUTION_MARKER.json"
 _NOTE = f"{GENERATED_BY}: do not edit; rebuild with `waymark marker PLAN --rebuild`"
 
 
+_ORDER = (
+    "executed_at",
+    "executor",
+    "executed_steps",
+    "outputs",
+    "next_start",
+    "result",
+    "started_from",
+    "skipped_steps",
+    "failed_steps",
+    "receipts",
+    "state_refs",
+    "contract",
+    "workdir",
+    "flow_run_id",
+    "run_id",
+    "started_at",
+    "plan_id",
+    "marker_file",
+)
+
+
+def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
+    """The seed's field order first (executed_at, executor, executed_steps, outputs, ...)."""
+    first = {k: entry[k] for k in _ORDER if k in entry}
+    return {**first, **{k: v for k, v in entry.items() if k not in first}}
+
+
 def marker_document(plan_id: str, history: list[dict[str, Any]]) -> str:
-    body = json.dumps({"plan_id": plan_id, "execution_history": history}, indent=2)
+    doc = {"plan_id": plan_id, "execution_history": [_ordered(e) for e in history]}
+    body = json.dumps(doc, indent=2)
     # The first line says the file is generated (and is how waymark recognises its own file).
     return '{"generated_by": ' + json.dumps(_NOTE) + "," + body[1:] + "\n"
 
