@@ -192,6 +192,12 @@ def _check_steps(steps: list[StepSpec | None], refs: Any, add: Any) -> None:
             )
         else:
             seen[s.id] = i
+        if s.probe is not None and (s.action is None or s.run is None):
+            add(
+                ("steps", i, "probe"),
+                "a probe asks whether the step's action was applied: it needs 'action' and "
+                "'run' (a call: step passes probe= to ctx.action)",
+            )
         for j, dep in enumerate(s.depends_on):
             if dep not in seen and dep not in ids:
                 add(("steps", i, "depends_on", j), f"unknown step {dep!r}{_near(dep, ids)}")

@@ -63,6 +63,12 @@ class StepSpec(BaseModel):
     action: str | None = Field(
         default=None, pattern=ID_PATTERN, description="Names an irreversible action."
     )
+    probe: str | None = Field(
+        default=None,
+        description="For a run: step with an action: a command that asks the business system "
+        "whether $WAYMARK_IDEMPOTENCY_KEY was applied (exit 0 applied, 1 not applied, else "
+        "unknown).",
+    )
 
     def definition(self) -> dict[str, Any]:
         """The fields whose change makes a completed step's result stale."""

@@ -28,6 +28,9 @@ class StepView(BaseModel):
     blocked_by: list[str] = Field(default_factory=list)
     definition_changed: bool = False
     receipts: list[dict[str, Any]] = Field(default_factory=list)
+    open_actions: list[dict[str, Any]] = Field(
+        default_factory=list, description="Actions whose intent has no receipt: outcome unknown."
+    )
 
 
 class PlanView(BaseModel):
@@ -77,6 +80,7 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
             blocked_by=blockers,
             definition_changed=changed,
             receipts=list(st.receipts) if st else [],
+            open_actions=list(st.open_actions.values()) if st else [],
         )
     ordered = [views[s.id] for s in plan.steps]
     current = {v.branch: v.id for v in ordered if v.status == "in_progress"}

@@ -254,6 +254,52 @@ def marker(
     )
 
 
+@app.command()
+def receipt(
+    plan: PlanArg,
+    step: Annotated[str, typer.Argument(help="Step whose action's outcome you checked.")],
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    applied: Annotated[
+        bool, typer.Option("--applied", help="It happened: commit a receipt (never run again).")
+    ] = False,
+    not_applied: Annotated[
+        bool, typer.Option("--not-applied", help="It did not happen: the next run does it.")
+    ] = False,
+    action: Annotated[
+        str | None, typer.Option("--action", help="Action name (default: the open one).")
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Idempotency key.")] = None,
+    external_id: Annotated[
+        str | None, typer.Option("--external-id", help="The business system's id.")
+    ] = None,
+    note: Annotated[str | None, typer.Option("--note", help="What you checked.")] = None,
+    by: Annotated[
+        str | None, typer.Option("--by", help="Who records (default: user@host).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Record what happened to an action whose outcome is unknown, or list a step's receipts."""
+    from .receipts import receipt_command
+
+    raise typer.Exit(
+        receipt_command(
+            plan,
+            step,
+            workdir,
+            ledger,
+            applied,
+            not_applied,
+            action,
+            key,
+            external_id,
+            note,
+            by,
+            as_json,
+        )
+    )
+
+
 server_app = typer.Typer(
     help="A local Prefect server that waymark runs reuse.", no_args_is_help=True
 )

@@ -75,6 +75,16 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     for s in view.steps:
         if s.status == "failed" and s.error:
             console.print(f"[red]failed[/]: {s.id}: {s.error}")
+    for s in view.steps:
+        for r in s.receipts:
+            ext = f", external id {r['external_id']}" if r.get("external_id") else ""
+            console.print(f"receipt: {s.id}: {r.get('action')} {r.get('outcome')}{ext}")
+        label = "action in progress" if s.status == "in_progress" else "outcome unknown"
+        for a in s.open_actions:
+            console.print(
+                f"[magenta]{label}[/]: {s.id}: {a.get('action')} (key {a.get('key')}, "
+                f"intent at {str(a.get('at'))[:19]})"
+            )
     if extra.get("last_run"):
         lr = extra["last_run"]
         console.print(f"last run: {lr.get('result')} at {lr.get('at')} by {lr.get('executor')}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from prefect.futures import PrefectFuture
 
-from ..errors import BranchBusyError, TransitionError
+from ..errors import BranchBusyError, NeedsReview, TransitionError
 from ..guards import StepGuard, Verdict
 from ..ledger.base import this_host
 from ..output_hashes import hash_outputs
@@ -276,6 +276,17 @@ class PlanLoop:
             (out.cached if cached else out.executed).append(sid)
             return
         exc = state.result(raise_on_failure=False)
+        if isinstance(exc, NeedsReview):  # e.g. an action whose outcome is unknown
+            self.ledger.record(
+                self.plan.plan_id,
+                "step_needs_review",
+                reason=exc.reason,
+                details=exc.details,
+                **common,
+            )
+            self.log.warning("step %s needs review: %s", sid, exc.reason)
+            self.status[sid] = "needs_review"
+            return
         error = (
             f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
         )

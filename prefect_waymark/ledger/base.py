@@ -8,11 +8,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import LedgerVersionError
 from ..models import ProgressEvent
 from .step_state import StepState
+
+if TYPE_CHECKING:
+    from .receipts import ActionClaim, ReceiptRecord
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -139,6 +142,49 @@ class Ledger(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections."""
+
+    # -- irreversible actions: one row per idempotency key (see ledger/receipts.py) ------
+    @abstractmethod
+    def claim_action(
+        self,
+        *,
+        plan_id: str,
+        step_id: str,
+        action: str,
+        key: str,
+        run_id: str,
+        by: str | None = None,
+        branch: str | None = None,
+        replace_token: str | None = None,
+    ) -> ActionClaim:
+        """Write the intent for ``key`` before the side effect, unless the key is taken."""
+
+    @abstractmethod
+    def settle_action(
+        self,
+        key: str,
+        *,
+        outcome: Literal["applied", "not_applied"],
+        token: str | None,
+        by: str | None = None,
+        external_id: str | None = None,
+        response_hash: str | None = None,
+        result: Any = None,
+        source: str = "run",
+        note: str | None = None,
+        branch: str | None = None,
+        step: tuple[str, str, str] | None = None,
+        run_id: str | None = None,
+    ) -> ReceiptRecord:
+        """Commit the receipt of the intent ``token`` holds, or record it was not applied."""
+
+    @abstractmethod
+    def receipt(self, key: str) -> ReceiptRecord | None:
+        """The intent or receipt recorded for ``key``."""
+
+    @abstractmethod
+    def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
+        """The plan's intents and receipts (for markers, status and review)."""
 
     def record(
         self,

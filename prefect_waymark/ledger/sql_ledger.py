@@ -19,6 +19,7 @@ from ..errors import BranchBusyError, LedgerError
 from ..models import ProgressEvent
 from . import _tables as t
 from .base import SCHEMA_VERSION, Hold, Ledger, check_schema_version, this_host
+from .receipts import SqlReceipts
 from .step_state import STEP_EVENT_KINDS, StepState, apply_event, check_transition
 
 __all__ = ["SqlLedger"]
@@ -95,7 +96,7 @@ def _row_event(row: Any) -> ProgressEvent:
     )
 
 
-class SqlLedger(Ledger):
+class SqlLedger(SqlReceipts, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:

@@ -23,6 +23,10 @@ STEP_EVENT_KINDS = frozenset(
         "step_rerun_requested",
         "step_review_accepted",
         "step_refused",
+        # Irreversible actions (ledger/receipts.py): intents and receipts, at any status.
+        "action_intent",
+        "action_applied",
+        "action_not_applied",
     }
 )
 
@@ -37,6 +41,9 @@ _ALLOWED_FROM: dict[str, frozenset[str] | None] = {
     "step_rerun_requested": frozenset({"pending", "failed", "completed", "needs_review"}),
     "step_review_accepted": frozenset({"needs_review"}),
     "step_refused": frozenset({"pending", "failed"}),
+    "action_intent": None,
+    "action_applied": None,
+    "action_not_applied": None,
 }
 
 _HINTS = {
@@ -66,6 +73,9 @@ class StepState(BaseModel):
     output_tail: str | None = None
     outputs: dict[str, str] = Field(default_factory=dict)
     receipts: list[dict[str, Any]] = Field(default_factory=list)
+    open_actions: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Actions whose intent has no receipt yet, by key."
+    )
     status_before_review: str | None = None
 
 
@@ -145,4 +155,41 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     elif kind == "step_refused":
         s.status = "failed"
         s.error = d.get("reason")
+    elif kind in _ACTION_KINDS:
+        _apply_action(s, event)
     return s
+
+
+_ACTION_KINDS = frozenset({"action_intent", "action_applied", "action_not_applied"})
+
+
+def _apply_action(s: StepState, event: ProgressEvent) -> None:
+    """Intents are open until settled; only applied receipts are listed in ``receipts``."""
+    d = event.data
+    key = str(d.get("key"))
+    if event.kind == "action_intent":
+        s.open_actions[key] = {
+            "key": key,
+            "action": d.get("action"),
+            "at": event.at.isoformat(),
+            "run_id": event.run_id,
+            "by": d.get("by"),
+        }
+        return
+    s.open_actions.pop(key, None)
+    if event.kind == "action_applied":
+        receipt = {k: d.get(k) for k in _RECEIPT_FIELDS}
+        receipt["run_id"] = event.run_id
+        s.receipts = [r for r in s.receipts if r.get("key") != key] + [receipt]
+
+
+_RECEIPT_FIELDS = (
+    "key",
+    "action",
+    "outcome",
+    "external_id",
+    "response_hash",
+    "at",
+    "by",
+    "source",
+)

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import StepError
 from .step_context import StepContext
 
-__all__ = ["TAIL_CHARS", "call_step", "run_shell_step", "tail"]
+__all__ = ["TAIL_CHARS", "call_step", "command_env", "run_shell_step", "tail"]
 
 TAIL_CHARS = 2000
 
@@ -29,8 +29,8 @@ class ShellStepError(StepError):
         self.output_tail = output_tail
 
 
-def run_shell_step(ctx: StepContext, command: str) -> dict[str, Any]:
-    """Run the command in the workdir; a non-zero exit raises :class:`ShellStepError`."""
+def command_env(ctx: StepContext, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a step's commands: ours plus ``WAYMARK_*`` about the step."""
     env = dict(os.environ)
     env.update(
         WAYMARK_PLAN_ID=ctx.plan_id,
@@ -39,6 +39,15 @@ def run_shell_step(ctx: StepContext, command: str) -> dict[str, Any]:
         WAYMARK_ATTEMPT=str(ctx.attempt),
         WAYMARK_WORKDIR=str(ctx.workdir),
     )
+    env.update(extra or {})
+    return env
+
+
+def run_shell_step(
+    ctx: StepContext, command: str, *, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run the command in the workdir; a non-zero exit raises :class:`ShellStepError`."""
+    env = command_env(ctx, extra_env)
     try:
         proc = subprocess.run(
             command,

@@ -5,9 +5,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..plan_spec import PlanSpec, StepSpec
+
+if TYPE_CHECKING:
+    from ..ledger import Ledger
+    from .actions import Action, Probe
 
 __all__ = ["StepContext"]
 
@@ -24,6 +28,8 @@ class StepContext:
     run_id: str
     attempt: int = 1
     forbidden: list[str] = field(default_factory=list)
+    ledger: Ledger | None = None
+    executor: str | None = None
 
     @property
     def plan_id(self) -> str:
@@ -36,3 +42,22 @@ class StepContext:
     def path(self, relative: str) -> Path:
         """A path inside the workdir."""
         return self.workdir / relative
+
+    def action(
+        self,
+        name: str,
+        *,
+        key: str | None = None,
+        probe: Probe | None = None,
+        not_applied_on: tuple[type[BaseException], ...] = (),
+    ) -> Action:
+        """An irreversible action, done at most once per idempotency key (see ``actions.py``).
+
+        ``key`` defaults to ``plan_id/step_id/name``. ``probe(key)`` asks the business system
+        whether an intent without a receipt was applied (True/False/None for unknown); without
+        one such an intent stops the step at needs_review. Exceptions of ``not_applied_on``
+        types raised by the body mean the effect did not happen (the key may be claimed again).
+        """
+        from .actions import Action
+
+        return Action(self, name, key=key, probe=probe, not_applied_on=not_applied_on)

@@ -6,13 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from prefect import Task, task
+from prefect.client.schemas.objects import State, TaskRun
 from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
+from ..errors import ForbiddenActionError, NeedsReview
 from ..guards import StepGuard
 from ..ledger import Ledger
 from ..plan_spec import PlanSpec, StepSpec
 from ..results import StorageSpec
+from .actions import run_step_action
 from .cache_policy import StepCachePolicy
 from .step_body import call_step, run_shell_step
 from .step_context import StepContext
@@ -50,12 +53,18 @@ def waymark_step(runtime: StepRuntime, step_id: str, upstream: dict[str, Any]) -
         run_id=runtime.run_id,
         attempt=attempt,
         forbidden=runtime.forbidden,
+        ledger=runtime.ledger,
+        executor=getattr(runtime, "executor", None),
     )
     try:
+        if step.action is not None:
+            return run_step_action(ctx)
         if step.run is not None:
             return run_shell_step(ctx, step.run)
         assert step.call is not None
         return call_step(ctx, step.call)
+    except NeedsReview:
+        raise  # not a failed attempt: the run stops the step at needs_review
     except BaseException as exc:
         for guard in runtime.guards:
             guard.after_failed_attempt(runtime, step, f"{type(exc).__name__}: {exc}")
@@ -73,6 +82,12 @@ def waymark_step(runtime: StepRuntime, step_id: str, upstream: dict[str, Any]) -
         raise
 
 
+def _worth_retrying(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
+    """A step that needs review, or tried a forbidden action, fails the same way every retry."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    return not isinstance(exc, (NeedsReview, ForbiddenActionError))
+
+
 def step_task(step: StepSpec, key: str, storage: StorageSpec) -> Task[..., Any]:
     """The Prefect task for ``step``: its name, retries, timeout and a run-independent cache key."""
     return waymark_step.with_options(
@@ -83,6 +98,7 @@ def step_task(step: StepSpec, key: str, storage: StorageSpec) -> Task[..., Any]:
         persist_result=True,
         retries=step.retries,
         retry_delay_seconds=step.retry_delay_seconds,
+        retry_condition_fn=_worth_retrying,
         timeout_seconds=step.timeout_seconds if step.call is not None else None,
         tags=["waymark", f"waymark-branch:{step.branch}"],
     )

@@ -1,0 +1,416 @@
+"""Irreversible actions inside steps: done at most once per idempotency key, with receipts.
+
+In a ``call:`` step::
+
+    with ctx.action("publish-report", probe=is_published) as act:
+        if act.needed:  # False when a receipt is already committed: the effect is skipped
+            resp = httpx.post(url, headers={"Idempotency-Key": act.key})
+            act.record(external_id=resp.json()["id"], response=resp.content)
+    act.receipt  # the committed receipt: from this attempt or an earlier one
+
+or as a decorator, which skips its function when a receipt exists::
+
+    @ctx.action("send-invoice")
+    def send(act: Action) -> dict: ...
+    done = send()  # the Action: done.ran, done.result, done.receipt
+
+A ``run:`` step with ``action: NAME`` is one action at step level (:func:`run_step_action`): its
+command gets ``WAYMARK_IDEMPOTENCY_KEY`` and never runs again once a receipt is committed.
+
+The order is always: forbidden check -> claim the key in the ledger (the intent, committed before
+the effect) -> the effect -> the receipt. An intent without a receipt (the runner died, or the
+body raised during the effect) means the outcome is unknown: a probe asks the business system
+(applied: record the receipt; not applied: run it), otherwise the step stops at needs_review
+(:class:`~prefect_waymark.errors.OutcomeUnknownError`). Nothing is ever re-executed blindly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import ForbiddenActionError, NeedsReview, OutcomeUnknownError, StepError
+from ..identity import default_executor
+from ..ledger.base import pid_alive, this_host
+from ..ledger.receipts import ReceiptRecord, default_action_key
+from ..models import ActionReceipt
+
+if TYPE_CHECKING:
+    from .step_context import StepContext
+
+__all__ = [
+    "Action",
+    "Probe",
+    "forbidden_rule",
+    "run_step_action",
+]
+
+Probe = Callable[[str], "bool | None"]
+"""Asks the business system about an idempotency key: True applied, False not, None unknown."""
+
+FORBIDDEN_PREFIX = "action:"
+
+
+def forbidden_rule(action: str, forbidden: list[str]) -> str | None:
+    """The goal contract's ``action:<glob>`` entry that forbids ``action``, if any."""
+    for rule in forbidden:
+        if rule.startswith(FORBIDDEN_PREFIX):
+            if fnmatchcase(action, rule[len(FORBIDDEN_PREFIX) :].strip()):
+                return rule
+    return None
+
+
+def _hash(response: Any) -> str:
+    if isinstance(response, bytes):
+        raw = response
+    elif isinstance(response, str):
+        raw = response.encode()
+    else:
+        raw = json.dumps(response, sort_keys=True, default=str).encode()
+    return hashlib.sha256(raw).hexdigest()
+
+
+class Action:
+    """One irreversible action of a step. Use once, as a context manager or as a decorator."""
+
+    def __init__(
+        self,
+        ctx: StepContext,
+        name: str,
+        *,
+        key: str | None = None,
+        probe: Probe | None = None,
+        not_applied_on: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        if not name:
+            raise ValueError("an action needs a name")
+        self.ctx = ctx
+        self.name = name
+        self.key = key or default_action_key(ctx.plan_id, ctx.step_id, name)
+        self.probe = probe
+        self.not_applied_on = not_applied_on
+        #: True while the effect must be done now (the key is claimed by this attempt).
+        self.needed = False
+        #: True once the body ran the effect in this attempt.
+        self.ran = False
+        #: The committed receipt (this attempt's or an earlier one), if any.
+        self.receipt: ActionReceipt | None = None
+        #: The body's result: this attempt's, or the one kept in an earlier receipt.
+        self.result: Any = None
+        #: How the receipt was found: "run", "receipt" (already committed) or "probe".
+        self.how: Literal["run", "receipt", "probe"] | None = None
+        self._token: str | None = None
+        self._entered = False
+        self._external_id: str | None = None
+        self._response_hash: str | None = None
+        self._not_applied: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Action({self.name!r}, key={self.key!r}, needed={self.needed})"
+
+    # -- what the body tells ------------------------------------------------------------
+    def record(
+        self, *, external_id: str | None = None, response: Any = None, result: Any = None
+    ) -> None:
+        """Details for the receipt: the business system's id, its response (hashed), a result."""
+        if external_id is not None:
+            self._external_id = str(external_id)
+        if response is not None:
+            self._response_hash = _hash(response)
+        if result is not None:
+            self.result = result
+
+    def not_applied(self, reason: str = "") -> None:
+        """The body knows the effect did not happen (e.g. refused before the call)."""
+        self._not_applied = reason or "the step said the action was not applied"
+
+    # -- context manager ----------------------------------------------------------------
+    def __enter__(self) -> Action:
+        if self._entered:
+            raise RuntimeError(f"action {self.name!r}: an Action is used once")
+        self._entered = True
+        self._begin()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self.needed:
+            return
+        self.needed = False
+        if exc is None and self._not_applied is None:
+            self.ran = True
+            self._settle("applied", note=None)
+            return
+        if self._not_applied is not None or isinstance(exc, self.not_applied_on):
+            note = self._not_applied or f"{type(exc).__name__}: {exc}"
+            self._settle("not_applied", note=note)
+            return
+        self.ctx.logger.warning(
+            "action %s (key %s): the step raised %s during the action; its outcome is unknown. "
+            "The intent stays open: the next attempt asks the probe or stops for review.",
+            self.name,
+            self.key,
+            type(exc).__name__,
+        )
+
+    # -- decorator ----------------------------------------------------------------------
+    def __call__(self, fn: Callable[[Action], Any]) -> Callable[[], Action]:
+        """Wrap ``fn(act)``: calling the wrapper runs it once, or skips it given a receipt."""
+
+        def run_once() -> Action:
+            with self:
+                if self.needed:
+                    value = fn(self)
+                    if value is not None:
+                        self.record(result=value)
+            return self
+
+        run_once.__name__ = getattr(fn, "__name__", "action")
+        run_once.__doc__ = fn.__doc__
+        return run_once
+
+    # -- the protocol ---------------------------------------------------------------------
+    @property
+    def _by(self) -> str:
+        return self.ctx.executor or default_executor()
+
+    def _ledger(self) -> Any:
+        if self.ctx.ledger is None:
+            raise StepError(
+                f"step {self.ctx.step_id!r}: action {self.name!r} needs the run's ledger; "
+                "run the step through run_plan (or give StepContext a ledger)"
+            )
+        return self.ctx.ledger
+
+    def _begin(self) -> None:
+        rule = forbidden_rule(self.name, list(self.ctx.forbidden))
+        if rule is not None:  # checked before anything is written
+            raise ForbiddenActionError(self.ctx.step_id, self.name, rule)
+        claim = self._ledger().claim_action(
+            plan_id=self.ctx.plan_id,
+            step_id=self.ctx.step_id,
+            action=self.name,
+            key=self.key,
+            run_id=self.ctx.run_id,
+            by=self._by,
+            branch=self.ctx.step.branch,
+        )
+        self._take(claim.status, claim.record, reconcile=True)
+
+    def _take(self, status: str, rec: ReceiptRecord, *, reconcile: bool) -> None:
+        if status == "claimed":
+            self._token = rec.token
+            self.needed = True
+        elif status == "applied":
+            self._found(rec, "receipt")
+        elif reconcile:
+            self._reconcile(rec)
+        else:
+            raise OutcomeUnknownError(
+                f"outcome unknown: action {self.name!r} (key {rec.key}) changed hands while "
+                "it was being reconciled",
+                self._details(rec),
+            )
+
+    def _found(self, rec: ReceiptRecord, how: Literal["receipt", "probe"]) -> None:
+        self.receipt = rec.to_receipt()
+        self.result = rec.result
+        self.how = how
+        self.ctx.logger.info(
+            "action %s (key %s) already applied (receipt %s, %s at %s): not running it again",
+            self.name,
+            self.key,
+            rec.external_id or "-",
+            rec.source,
+            rec.settled_at,
+        )
+
+    def _details(self, rec: ReceiptRecord) -> dict[str, Any]:
+        return {
+            "key": rec.key,
+            "action": rec.action,
+            "intent_run": rec.run_id,
+            "intent_at": rec.intent_at,
+            "intent_by": rec.intent_by,
+        }
+
+    def _reconcile(self, rec: ReceiptRecord) -> None:
+        """An intent without a receipt: ask the probe, or stop for a person."""
+        if rec.host == this_host() and rec.pid not in (None, os.getpid()) and pid_alive(rec.pid):
+            raise NeedsReview(
+                f"action {self.name!r} (key {rec.key}) was claimed by run {rec.run_id} whose "
+                f"process {rec.pid} is still alive; not touching it",
+                self._details(rec),
+            )
+        started = f"started by run {rec.run_id} at {rec.intent_at}"
+        if self.probe is None:
+            raise OutcomeUnknownError(
+                f"outcome unknown: action {self.name!r} (key {rec.key}) was {started} but no "
+                "receipt was recorded, and it has no probe; record what happened with "
+                f"`waymark receipt PLAN {self.ctx.step_id} --applied|--not-applied`",
+                self._details(rec),
+            )
+        try:
+            answer = self.probe(rec.key)
+        except Exception as exc:  # noqa: BLE001 - a failing probe cannot tell
+            self.ctx.logger.warning("probe of action %s failed: %s", self.name, exc)
+            answer = None
+        if answer is True:
+            settled = self._ledger().settle_action(
+                rec.key,
+                outcome="applied",
+                token=rec.token,
+                by=self._by,
+                source="probe",
+                note=f"intent {started} had no receipt; the probe found it applied",
+                branch=self.ctx.step.branch,
+                run_id=self.ctx.run_id,
+            )
+            self._found(settled, "probe")
+        elif answer is False:
+            self.ctx.logger.warning(
+                "action %s (key %s) was %s without a receipt; the probe says it was not "
+                "applied: running it",
+                self.name,
+                rec.key,
+                started,
+            )
+            claim = self._ledger().claim_action(
+                plan_id=self.ctx.plan_id,
+                step_id=self.ctx.step_id,
+                action=self.name,
+                key=self.key,
+                run_id=self.ctx.run_id,
+                by=self._by,
+                branch=self.ctx.step.branch,
+                replace_token=rec.token,
+            )
+            self._take(claim.status, claim.record, reconcile=False)
+        else:
+            raise OutcomeUnknownError(
+                f"outcome unknown: action {self.name!r} (key {rec.key}) was {started} but no "
+                f"receipt was recorded, and its probe could not tell (answer {answer!r}); "
+                f"record what happened with `waymark receipt PLAN {self.ctx.step_id} "
+                "--applied|--not-applied`",
+                self._details(rec),
+            )
+
+    def _settle(self, outcome: Literal["applied", "not_applied"], note: str | None) -> None:
+        response_hash = self._response_hash
+        if response_hash is None and self.result is not None and outcome == "applied":
+            response_hash = _hash(self.result)
+        rec = self._ledger().settle_action(
+            self.key,
+            outcome=outcome,
+            token=self._token,
+            by=self._by,
+            external_id=self._external_id,
+            response_hash=response_hash,
+            result=self.result if outcome == "applied" else None,
+            source="run",
+            note=note,
+            branch=self.ctx.step.branch,
+            run_id=self.ctx.run_id,
+        )
+        if outcome == "applied":
+            self.receipt = rec.to_receipt()
+            self.how = "run"
+
+
+# -- step-level actions (``action:`` in the plan) ------------------------------------------
+def _shell_probe(ctx: StepContext, command: str) -> Probe:
+    from .step_body import command_env, tail
+
+    def probe(key: str) -> bool | None:
+        extra = {"WAYMARK_IDEMPOTENCY_KEY": key, "WAYMARK_ACTION": str(ctx.step.action)}
+        env = command_env(ctx, extra)
+        try:
+            proc = subprocess.run(
+                command,
+                shell=True,
+                cwd=ctx.workdir,
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=ctx.step.timeout_seconds,
+            )
+        except subprocess.TimeoutExpired:
+            ctx.logger.warning("step %s: probe timed out", ctx.step_id)
+            return None
+        ctx.logger.info(
+            "step %s: probe exited %s%s",
+            ctx.step_id,
+            proc.returncode,
+            f"\n{tail(proc.stdout + proc.stderr)}" if (proc.stdout + proc.stderr).strip() else "",
+        )
+        return {0: True, 1: False}.get(proc.returncode)
+
+    return probe
+
+
+def _read_receipt_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def run_step_action(ctx: StepContext) -> Any:
+    """Run a step whose plan entry names an ``action``: the whole body is the action.
+
+    ``run:`` commands get ``WAYMARK_IDEMPOTENCY_KEY``, ``WAYMARK_ACTION`` and
+    ``WAYMARK_RECEIPT_FILE`` (write ``{"external_id": ...}`` there to put it in the receipt);
+    the optional ``probe:`` command answers for an intent without a receipt (exit 0 applied,
+    1 not applied, anything else unknown). A ``call:`` step's return value is kept in the
+    receipt and returned again when the action is skipped.
+    """
+    from .step_body import call_step, run_shell_step
+
+    step = ctx.step
+    assert step.action is not None
+    probe = _shell_probe(ctx, step.probe) if step.run is not None and step.probe else None
+    act = Action(ctx, step.action, probe=probe)
+    with act:
+        if act.needed and step.run is not None:
+            with tempfile.TemporaryDirectory(prefix="waymark-receipt-") as tmp:
+                receipt_file = Path(tmp) / "receipt.json"
+                out = run_shell_step(
+                    ctx,
+                    step.run,
+                    extra_env={
+                        "WAYMARK_IDEMPOTENCY_KEY": act.key,
+                        "WAYMARK_ACTION": step.action,
+                        "WAYMARK_RECEIPT_FILE": str(receipt_file),
+                    },
+                )
+                told = _read_receipt_file(receipt_file)
+            act.record(
+                external_id=told.get("external_id"),
+                response=told.get("response", out.get("stdout", "")),
+                result=out,
+            )
+        elif act.needed:
+            assert step.call is not None
+            act.record(result=call_step(ctx, step.call))
+    receipt = act.receipt.model_dump(mode="json") if act.receipt else None
+    if step.run is not None:
+        if act.ran:
+            return {**act.result, "receipt": receipt}
+        return {"returncode": 0, "stdout": "", "skipped": act.how, "receipt": receipt}
+    return act.result
