@@ -45,5 +45,11 @@ class StepGuard(Protocol):
 
 
 def build_guards(runtime: StepRuntime) -> list[StepGuard]:
-    """The guards of one run, in the order they are asked."""
-    return []
+    """The guards of one run, in the order they are asked.
+
+    Re-anchoring comes first: a contract or state conflict stops a step before other checks.
+    """
+    from .anchoring import ReanchorGuard
+
+    guards: list[StepGuard] = [ReanchorGuard(runtime)]
+    return guards

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from .errors import PlanError, PlanProblem
 from .models import GoalContract
 from .plan_spec import BlockRef, PlanSpec, StateRefSpec, StepSpec
+from .resolvers.validation import ref_field_problems
 
 __all__ = ["load_plan", "validate_plan_data"]
 
@@ -146,6 +147,8 @@ def validate_plan_data(
             problems += more
             if ref is not None:
                 ref_list.append(ref)
+                for loc, msg in ref_field_problems(raw):  # the kind's own fields (resolvers/)
+                    add(("state_refs", i, *loc), msg)
         refs = ref_list
     else:
         add(("state_refs",), "expected a list of refs or {block: NAME}")

@@ -1,0 +1,92 @@
+"""Check a ref's kind-specific fields with its resolver's config model; clear messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from .base import RefConfig
+from .registry import UnknownRefKind, config_model_for, known_kinds
+
+__all__ = ["RefConfigError", "parse_ref_config", "ref_field_problems"]
+
+Loc = tuple[int | str, ...]
+
+
+class RefConfigError(ValueError):
+    """A ref's fields do not fit its kind; ``problems`` lists (field path, message)."""
+
+    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{_fmt(loc)}: {msg}" for loc, msg in problems))
+
+
+def _fmt(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<ref>"
+
+
+def _near(name: str, choices: list[str]) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def ref_field_problems(data: Any, *, from_plan_file: bool = True) -> list[tuple[Loc, str]]:
+    """Every problem with one ref's fields, as (path inside the ref, message)."""
+    if not isinstance(data, dict):
+        return [((), "expected a mapping with name and kind")]
+    kind = data.get("kind")
+    if not isinstance(kind, str):
+        return []  # the plan's own model reports a missing kind
+    try:
+        model = config_model_for(kind)
+    except UnknownRefKind:
+        kinds = known_kinds()
+        return [
+            (("kind",), f"unknown kind {kind!r}{_near(kind, kinds)} (known: {', '.join(kinds)})")
+        ]
+    except Exception as exc:  # noqa: BLE001 - a broken plug-in is a problem to report
+        return [(("kind",), str(exc))]
+    problems: list[tuple[Loc, str]] = []
+    if from_plan_file and data.get("secret") is not None:
+        problems.append(
+            (
+                ("secret",),
+                "a plan file must not hold a secret: name a Prefect Secret block "
+                "(secret_block: NAME) or keep the refs in a StateRefs block with credentials",
+            )
+        )
+        data = {k: v for k, v in data.items() if k != "secret"}
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        fields = list(model.model_fields)
+        for err in exc.errors():
+            loc: Loc = tuple(err["loc"])
+            if err["type"] == "extra_forbidden":
+                name = str(loc[-1])
+                msg = (
+                    f"unknown field {name!r} for kind {kind!r}{_near(name, fields)} "
+                    f"(expected one of: {', '.join(fields)})"
+                )
+            elif err["type"] == "missing":
+                msg = f"required for kind {kind!r}"
+            elif err["type"] == "value_error":
+                msg = str(err["msg"]).removeprefix("Value error, ")
+            else:
+                msg = f"{err['msg']} (got {err.get('input')!r})"
+            problems.append((loc, msg))
+    return problems
+
+
+def parse_ref_config(data: dict[str, Any], *, from_plan_file: bool = False) -> RefConfig:
+    """The typed config of one ref; raise :class:`RefConfigError` listing every problem."""
+    problems = ref_field_problems(data, from_plan_file=from_plan_file)
+    if problems:
+        raise RefConfigError(problems)
+    return config_model_for(str(data["kind"])).model_validate(data)
