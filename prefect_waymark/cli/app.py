@@ -300,6 +300,34 @@ def receipt(
     )
 
 
+@app.command()
+def review(
+    plan: PlanArg,
+    step: Annotated[
+        str | None, typer.Option("--step", help="Step to answer (default: the one in review).")
+    ] = None,
+    accept: Annotated[
+        bool, typer.Option("--accept", help="Accept the current state; the step goes on.")
+    ] = False,
+    rerun: Annotated[
+        bool, typer.Option("--rerun", help="Accept the current state and run the step again.")
+    ] = False,
+    abort: Annotated[
+        bool, typer.Option("--abort", help="Abort the plan: `waymark run` will not run it.")
+    ] = False,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
+    by: Annotated[
+        str | None, typer.Option("--by", help="Who decides (default: user@host).")
+    ] = None,
+) -> None:
+    """Answer a stop for review: --accept, --rerun or --abort. Records an event; runs nothing."""
+    from .review import review_command
+
+    raise typer.Exit(review_command(plan, step, accept, rerun, abort, workdir, ledger, reason, by))
+
+
 server_app = typer.Typer(
     help="A local Prefect server that waymark runs reuse.", no_args_is_help=True
 )
