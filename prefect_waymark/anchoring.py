@@ -17,7 +17,6 @@ does not run.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import os
 import threading
@@ -37,25 +36,15 @@ from .guards import Verdict
 from .models import GoalContract, ProgressEvent, utcnow
 from .plan_spec import PlanSpec, StepSpec
 from .review_decisions import abort_event, apply_decision
+from .tasks.actions import forbidden_rule
 
 if TYPE_CHECKING:
     from .resolvers.base import RefConfig
     from .tasks.step_task import StepRuntime
 
-__all__ = ["REVIEW_WAIT_ENV", "ReanchorGuard", "forbidden_rule"]
+__all__ = ["REVIEW_WAIT_ENV", "ReanchorGuard"]
 
 REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
-
-
-def forbidden_rule(action: str, forbidden: list[str]) -> str | None:
-    """The contract entry ``action:<glob>`` that forbids ``action``, if any."""
-    for entry in forbidden:
-        text = entry.strip()
-        if text.lower().startswith("action:"):
-            pattern = text[len("action:") :].strip()
-            if pattern and fnmatch.fnmatchcase(action, pattern):
-                return entry
-    return None
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
@@ -359,7 +348,7 @@ class ReanchorGuard:
         free_text = [
             f
             for f in (self.contract.forbidden if self.contract else [])
-            if not f.strip().lower().startswith("action:")
+            if not f.startswith("action:")
         ]
         self.ledger.record(
             self.plan.plan_id,
