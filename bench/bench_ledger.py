@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from prefect_waymark.ledger import SqlLedger
+from prefect_waymark.ledger import SqlLedger, default_ledger_url
 from prefect_waymark.plan_loader import load_plan
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -188,7 +188,7 @@ def build_ledger(folder: Path, n_events: int, n_steps: int) -> Path:
     path.write_text(yaml.safe_dump({"plan_id": "bench-status", "steps": steps}, sort_keys=False))
     spec = load_plan(path)
     hashes = spec.step_hashes()
-    led = SqlLedger(f"sqlite:///{folder / '.waymark' / 'ledger.db'}")
+    led = SqlLedger(default_ledger_url(folder))
     written = 0
     run = 0
     try:

@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BranchBusyError,
+    ForbiddenActionError,
     LedgerError,
     LedgerVersionError,
+    NeedsReview,
+    OutcomeUnknownError,
     PlanError,
     PlanProblem,
     StepError,
@@ -41,9 +44,12 @@ __version__ = "0.1.0"
 __all__ = [
     "ActionReceipt",
     "BranchBusyError",
+    "ForbiddenActionError",
     "GoalContract",
     "LedgerError",
     "LedgerVersionError",
+    "NeedsReview",
+    "OutcomeUnknownError",
     "Plan",
     "PlanError",
     "PlanProblem",

@@ -60,6 +60,21 @@ def _line_map(text: str) -> dict[_Loc, int]:
     return lines
 
 
+_NOT_IN_FILE = ("source", "base_dir")
+
+
+def _plan_fields() -> str:
+    return ", ".join(f for f in PlanSpec.model_fields if f not in _NOT_IN_FILE)
+
+
+def _line_of(lines: Mapping[_Loc, int], loc: _Loc) -> int | None:
+    """The line of ``loc``, else of its nearest parent (a missing field has no line of its own)."""
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
 def _near(name: str, choices: list[str]) -> str:
     match = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""
@@ -80,11 +95,13 @@ def _model_problems(
                 owner = model
                 if len(err["loc"]) > 1 and model is PlanSpec and err["loc"][0] == "steps":
                     owner = StepSpec
-                names = [f for f in owner.model_fields if f not in ("source", "base_dir")]
+                names = [f for f in owner.model_fields if f not in _NOT_IN_FILE]
                 msg = f"unknown field {name!r}{_near(name, names)} (expected one of: "
                 msg += ", ".join(names) + ")"
             elif err["type"] == "missing":
                 msg = "required field is missing"
+            elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):
+                msg = f"expected a mapping of fields, got {err.get('input')!r}"
             elif err["type"] == "string_pattern_mismatch":
                 pattern = (err.get("ctx") or {}).get("pattern", "")
                 msg = f"{err['input']!r} does not match {pattern}"
@@ -94,7 +111,7 @@ def _model_problems(
                     msg += " (expected 'package.module:function')"
             else:
                 msg = f"{err['msg']} (got {err.get('input')!r})"
-            problems.append(PlanProblem(file, _fmt_path(loc), msg, lines.get(loc)))
+            problems.append(PlanProblem(file, _fmt_path(loc), msg, _line_of(lines, loc)))
         del fields
         return None, problems
 
@@ -111,13 +128,17 @@ def validate_plan_data(
     problems: list[PlanProblem] = []
 
     def add(loc: _Loc, msg: str) -> None:
-        problems.append(PlanProblem(source, _fmt_path(loc), msg, lines.get(loc)))
+        problems.append(PlanProblem(source, _fmt_path(loc), msg, _line_of(lines, loc)))
 
     if not isinstance(data, dict):
         got = "an empty document" if data is None else type(data).__name__
         add((), f"expected a mapping with plan_id and steps at the top level, got {got}")
         raise PlanError(problems)
     data = dict(data)
+    for internal in _NOT_IN_FILE:  # PlanSpec fields set by the loader, not by the file
+        if internal in data:
+            data.pop(internal)
+            add((internal,), f"unknown field {internal!r} (expected one of: {_plan_fields()})")
     if "steps" in data and data["steps"] in (None, []):
         add(("steps",), "the plan has no steps; expected a list with at least one step")
         data.pop("steps")
@@ -163,14 +184,19 @@ def validate_plan_data(
     if spec is None:
         raw_steps = data.get("steps")
         if isinstance(raw_steps, list):
-            # Still report cross-step problems for the steps that did parse.
+            # Still report cross-step problems for the steps that did parse; a step that did not
+            # parse still names an id that others may depend on.
             steps: list[StepSpec | None] = []
             for raw in raw_steps:
                 try:
                     steps.append(StepSpec.model_validate(raw))
                 except ValidationError:
                     steps.append(None)
-            _check_steps(steps, refs, add)
+            raw_ids = [
+                r["id"] if isinstance(r, dict) and isinstance(r.get("id"), str) else None
+                for r in raw_steps
+            ]
+            _check_steps(steps, refs, add, raw_ids)
         raise PlanError(problems)
 
     _check_steps(list[StepSpec | None](spec.steps), refs, add)
@@ -182,19 +208,27 @@ def validate_plan_data(
     )
 
 
-def _check_steps(steps: list[StepSpec | None], refs: Any, add: Any) -> None:
-    ids = [s.id for s in steps if s is not None]
+def _check_steps(
+    steps: list[StepSpec | None],
+    refs: Any,
+    add: Any,
+    raw_ids: list[str | None] | None = None,
+) -> None:
+    """Cross-step checks. ``raw_ids`` (aligned with ``steps``) also holds the ids of steps that
+    did not parse, so they count for duplicates and dependencies."""
+    aligned = raw_ids if raw_ids is not None else [s.id if s else None for s in steps]
+    ids = [sid for sid in aligned if sid is not None]
     seen: dict[str, int] = {}
+    for i, sid in enumerate(aligned):
+        if sid is None:
+            continue
+        if sid in seen:
+            add(("steps", i, "id"), f"duplicate step id {sid!r} (first used by steps[{seen[sid]}])")
+        else:
+            seen[sid] = i
     for i, s in enumerate(steps):
         if s is None:
             continue
-        if s.id in seen:
-            add(
-                ("steps", i, "id"),
-                f"duplicate step id {s.id!r} (first used by steps[{seen[s.id]}])",
-            )
-        else:
-            seen[s.id] = i
         if s.probe is not None and (s.action is None or s.run is None):
             add(
                 ("steps", i, "probe"),
@@ -202,7 +236,7 @@ def _check_steps(steps: list[StepSpec | None], refs: Any, add: Any) -> None:
                 "'run' (a call: step passes probe= to ctx.action)",
             )
         for j, dep in enumerate(s.depends_on):
-            if dep not in seen and dep not in ids:
+            if dep not in ids:
                 add(("steps", i, "depends_on", j), f"unknown step {dep!r}{_near(dep, ids)}")
             elif dep == s.id:
                 add(("steps", i, "depends_on", j), "a step cannot depend on itself")

@@ -32,12 +32,18 @@ def workdir_for(plan: PlanSpec, workdir: Path | None) -> Path:
     return base.resolve()
 
 
+def _missing_sqlite_file(url: str) -> bool:
+    from ..ledger.sqlite_reader import sqlite_path
+
+    path = sqlite_path(url)
+    return path is not None and not path.exists()
+
+
 def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | None:
     """Open the ledger; with ``create=False`` a ledger that does not exist yet gives ``None``."""
     resolved = resolve_ledger_url(url, workdir)
-    if not create and resolved.startswith("sqlite:///"):
-        if not Path(resolved.removeprefix("sqlite:///")).exists():
-            return None
+    if not create and _missing_sqlite_file(resolved):
+        return None
     try:
         return open_ledger(resolved, create=create)
     except LedgerError as exc:
@@ -49,9 +55,8 @@ def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | No
 def open_reader_or_exit(url: str | None, workdir: Path) -> LedgerReader | None:
     """Open the ledger read-only (SQLite without SQLAlchemy); ``None`` if it does not exist."""
     resolved = resolve_ledger_url(url, workdir)
-    if resolved.startswith("sqlite:///"):
-        if not Path(resolved.removeprefix("sqlite:///")).exists():
-            return None
+    if _missing_sqlite_file(resolved):
+        return None
     try:
         return open_reader(resolved)
     except LedgerError as exc:

@@ -47,6 +47,8 @@ def schema() -> None:
     from ..plan_spec import PlanSpec
 
     doc = PlanSpec.model_json_schema()
+    for internal in ("source", "base_dir"):  # set by the loader; not plan file fields
+        doc["properties"].pop(internal, None)
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "prefect-waymark plan"
     print(json.dumps(doc, indent=2))

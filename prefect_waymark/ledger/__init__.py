@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from .base import SCHEMA_VERSION, Hold, Ledger, LedgerReader
 from .step_state import StepState
@@ -33,8 +34,13 @@ LEDGER_ENV = "WAYMARK_LEDGER_URL"
 
 
 def default_ledger_url(workdir: Path) -> str:
-    """The embedded default: ``<workdir>/.waymark/ledger.db`` (SQLite)."""
-    return f"sqlite:///{(workdir / '.waymark' / 'ledger.db').resolve()}"
+    """The embedded default: ``<workdir>/.waymark/ledger.db`` (SQLite).
+
+    The path is URL-quoted (SQLAlchemy unquotes it): a folder named ``a%20b`` or ``a?b`` stays
+    itself.
+    """
+    path = (workdir / ".waymark" / "ledger.db").resolve()
+    return f"sqlite:///{quote(str(path), safe='/')}"
 
 
 def resolve_ledger_url(url: str | None, workdir: Path) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, event, func, insert, inspect, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from ..errors import BranchBusyError, LedgerError
 from ..models import ProgressEvent
@@ -29,6 +29,33 @@ _ev = t.EventRow.__table__  # type: ignore[attr-defined]
 _steps = t.StepRow.__table__  # type: ignore[attr-defined]
 _holds = t.HoldRow.__table__  # type: ignore[attr-defined]
 _meta = t.MetaRow.__table__  # type: ignore[attr-defined]
+
+# Events are append-only in the database too: triggers refuse UPDATE, DELETE (and TRUNCATE),
+# created together with the events table.
+_APPEND_ONLY = "waymark_events is append-only: events are never updated or deleted"
+_TRIGGERS = {
+    "sqlite": [
+        "CREATE TRIGGER waymark_events_no_update BEFORE UPDATE ON waymark_events "
+        f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
+        "CREATE TRIGGER waymark_events_no_delete BEFORE DELETE ON waymark_events "
+        f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
+    ],
+    "postgresql": [
+        "CREATE OR REPLACE FUNCTION waymark_events_append_only() RETURNS trigger "
+        f"LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$",
+        "CREATE TRIGGER waymark_events_no_change BEFORE UPDATE OR DELETE ON waymark_events "
+        "FOR EACH ROW EXECUTE FUNCTION waymark_events_append_only()",
+        "CREATE TRIGGER waymark_events_no_truncate BEFORE TRUNCATE ON waymark_events "
+        "FOR EACH STATEMENT EXECUTE FUNCTION waymark_events_append_only()",
+    ],
+}
+
+
+@event.listens_for(_ev, "after_create")
+def _append_only_triggers(_table: Any, connection: Connection, **_kw: Any) -> None:
+    for statement in _TRIGGERS.get(connection.dialect.name, []):
+        connection.exec_driver_sql(statement)
+
 
 # The append path's statements, built once: SQLAlchemy then reuses their compiled form, which
 # more than doubles the append rate over building each statement per event.
@@ -128,7 +155,7 @@ class SqlLedger(SqlReceipts, Ledger):
                 raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
         try:
             self._prepare(create)
-        except OperationalError as exc:
+        except DatabaseError as exc:  # also "file is not a database", not only OperationalError
             raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
 
     def _safe_url(self) -> str:

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from urllib.request import pathname2url
+from urllib.parse import quote, unquote
 
 from ..errors import LedgerError
 from ..models import ProgressEvent
@@ -24,10 +24,11 @@ __all__ = ["SqliteReader", "sqlite_path"]
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file of a plain ``sqlite:///PATH`` URL; ``None`` for anything else."""
+    """The file of a plain ``sqlite:///PATH`` URL (unquoted, as SQLAlchemy reads it); ``None``
+    for anything else, including URLs with query options."""
     if not url.startswith("sqlite:///") or "?" in url:
         return None
-    path = url.removeprefix("sqlite:///")
+    path = unquote(url.removeprefix("sqlite:///"))
     return Path(path) if path and path != ":memory:" else None
 
 
@@ -41,7 +42,7 @@ class SqliteReader:
         self.url = url
         # mode=rw: open the existing file only (sqlite3 would otherwise create an empty one).
         # Not mode=ro: a read-only connection cannot remove the WAL files it had to create.
-        uri = f"file:{pathname2url(str(path))}?mode=rw"
+        uri = f"file:{quote(str(path))}?mode=rw"
         try:
             self._conn = sqlite3.connect(uri, uri=True, timeout=60)
         except sqlite3.Error as exc:
