@@ -12,7 +12,11 @@ def analyse(ctx: StepContext) -> dict[str, Any]:
     sources = json.loads(ctx.path("data/sources.json").read_text())
     market = json.loads(ctx.path("data/market.json").read_text())
     growth = round(100 * (market[1]["revenue"] / market[0]["revenue"] - 1), 1)
-    result = {"sources": len(sources), "words": sum(s["words"] for s in sources), "growth_pct": growth}
+    result = {
+        "sources": len(sources),
+        "words": sum(s["words"] for s in sources),
+        "growth_pct": growth,
+    }
     ctx.path("data/analysis.json").write_text(json.dumps(result, indent=2))
     ctx.logger.info("analysis: %s", result)
     return result

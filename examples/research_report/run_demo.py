@@ -35,21 +35,29 @@ def main() -> None:
     step("Status before the first run (nothing recorded yet)", "status", "plan.yaml", expect=0)
     step(
         "First run: check-figures fails once on purpose (exit 1)",
-        "run", "plan.yaml", "--executor", "demo-agent-1",
+        "run",
+        "plan.yaml",
+        "--executor",
+        "demo-agent-1",
         expect=1,
     )
     step("Status after the failure", "status", "plan.yaml", expect=1)
     step(
         "Second run, as another agent: resumes at check-figures, skips what completed (exit 0)",
-        "resume", "plan.yaml", "--executor", "demo-agent-2",
+        "resume",
+        "plan.yaml",
+        "--executor",
+        "demo-agent-2",
         expect=0,
     )
     step("Status after the resume", "status", "plan.yaml", expect=0)
     step("Execution markers of both runs", "marker", "plan.yaml", "--history", expect=0)
     published = (WORK / "published" / "publish-log.txt").read_text().splitlines()
     print(f"\npublish log ({len(published)} line(s)): the report was published once")
-    print(f"files beside the plan: {', '.join(sorted(p.name for p in WORK.glob('*.md')))}, "
-          "EXECUTION_MARKER.json")
+    print(
+        f"files beside the plan: {', '.join(sorted(p.name for p in WORK.glob('*.md')))}, "
+        "EXECUTION_MARKER.json"
+    )
     if len(published) != 1:
         sys.exit("demo: the report was published more than once")
 
