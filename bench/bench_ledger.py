@@ -72,7 +72,7 @@ def _rate(n: int, fn: Callable[[], None]) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def append_step_events(url: str, n: int) -> float:
+def append_step_events(url: str, n: int, plan: str) -> float:
     """``n`` step events: started/completed pairs over fresh steps of one branch."""
     led = SqlLedger(url)
     try:
@@ -80,9 +80,9 @@ def append_step_events(url: str, n: int) -> float:
         def go() -> None:
             for i in range(n // 2):
                 sid = f"s{i}"
-                led.record("bench", "step_started", step_id=sid, branch="main", run_id="r1")
+                led.record(plan, "step_started", step_id=sid, branch="main", run_id="r1")
                 led.record(
-                    "bench", "step_completed", step_id=sid, branch="main", run_id="r1", cached=False
+                    plan, "step_completed", step_id=sid, branch="main", run_id="r1", cached=False
                 )
 
         return _rate(n // 2 * 2, go)
@@ -90,17 +90,20 @@ def append_step_events(url: str, n: int) -> float:
         led.close()
 
 
-def append_plain_events(url: str, n: int) -> float:
+def append_plain_events(url: str, n: int, plan: str) -> float:
     led = SqlLedger(url)
     try:
 
         def go() -> None:
             for i in range(n):
-                led.record("bench-plain", "note", run_id="r1", i=i)
+                led.record(plan, "note", run_id="r1", i=i)
 
         return _rate(n, go)
     finally:
         led.close()
+
+
+_NAIVE_TABLE = "(seq {pk}, plan_id TEXT, kind TEXT, at TEXT, data TEXT)"
 
 
 def naive_sqlite(path: Path, n: int) -> float:
@@ -108,9 +111,7 @@ def naive_sqlite(path: Path, n: int) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute(
-        "CREATE TABLE ev (seq INTEGER PRIMARY KEY, plan_id TEXT, kind TEXT, at TEXT, data TEXT)"
-    )
+    conn.execute("CREATE TABLE ev " + _NAIVE_TABLE.format(pk="INTEGER PRIMARY KEY"))
 
     def go() -> None:
         for i in range(n):
@@ -127,53 +128,55 @@ def naive_sqlite(path: Path, n: int) -> float:
         conn.close()
 
 
-def naive_pg(libpq_url: str, n: int) -> float:
+def naive_pg(libpq_url: str, n: int, table: str) -> float:
     import psycopg
 
     with psycopg.connect(libpq_url, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE ev (seq BIGSERIAL PRIMARY KEY, plan_id TEXT, kind TEXT, at TEXT, "
-            "data TEXT)"
-        )
+        conn.execute(f"CREATE TABLE {table} " + _NAIVE_TABLE.format(pk="BIGSERIAL PRIMARY KEY"))
 
         def go() -> None:
             for i in range(n):
                 with conn.transaction():
                     conn.execute(
-                        "INSERT INTO ev (plan_id, kind, at, data) VALUES (%s, %s, %s, %s)",
+                        f"INSERT INTO {table} (plan_id, kind, at, data) VALUES (%s, %s, %s, %s)",
                         ("bench", "note", "2026-01-01T00:00:00+00:00", json.dumps({"i": i})),
                     )
 
         return _rate(n, go)
 
 
-def bench_appends(n: int, use_pg: bool) -> None:
-    print(f"\n== appends, single writer, {n} events each ==")
-    print(f"{'backend':<12}{'kind':<30}{'events/s':>10}{'naive/s':>10}{'ratio':>8}")
+def bench_appends(n: int, repeat: int, use_pg: bool) -> None:
+    print(f"\n== appends, single writer, {n} events each, median of {repeat} (interleaved) ==")
+    print(f"{'backend':<12}{'kind':<34}{'events/s':>10}{'naive/s':>10}{'ratio':>8}")
+    med = statistics.median
     with tempfile.TemporaryDirectory(prefix="waymark-bench-") as tmp:
         d = Path(tmp)
-        naive = naive_sqlite(d / "naive.db", n)
-        step = append_step_events(f"sqlite:///{d / 'step.db'}", n)
-        plain = append_plain_events(f"sqlite:///{d / 'plain.db'}", n)
-        _row("sqlite", "step events (started/completed)", step, naive)
-        _row("sqlite", "plain events", plain, naive)
-        goal = "met" if step >= 2000 else "NOT met"
-        print(f"goal >= 2,000 step events/s on SQLite: {goal} ({step:,.0f}/s)")
+        naive, step, plain = [], [], []
+        for r in range(repeat):
+            naive.append(naive_sqlite(d / f"naive{r}.db", n))
+            step.append(append_step_events(f"sqlite:///{d / f'step{r}.db'}", n, "bench"))
+            plain.append(append_plain_events(f"sqlite:///{d / f'plain{r}.db'}", n, "bench"))
+        _row("sqlite", "step events (started/completed)", med(step), med(naive))
+        _row("sqlite", "plain events", med(plain), med(naive))
+        goal = "met" if med(step) >= 2000 else "NOT met"
+        print(f"goal >= 2,000 step events/s on SQLite: {goal} ({med(step):,.0f}/s)")
     if not use_pg:
         return
     with pg_database() as pg:
         if pg is None:
             return
         url, libpq = pg
-        naive = naive_pg(libpq, n)
-        step = append_step_events(url, n)
-        plain = append_plain_events(url, n)
-        _row("postgresql", "step events (started/completed)", step, naive)
-        _row("postgresql", "plain events", plain, naive)
+        naive, step, plain = [], [], []
+        for r in range(repeat):
+            naive.append(naive_pg(libpq, n, f"ev{r}"))
+            step.append(append_step_events(url, n, f"bench-{r}"))
+            plain.append(append_plain_events(url, n, f"bench-plain-{r}"))
+        _row("postgresql", "step events (started/completed)", med(step), med(naive))
+        _row("postgresql", "plain events", med(plain), med(naive))
 
 
 def _row(backend: str, kind: str, rate: float, naive: float) -> None:
-    print(f"{backend:<12}{kind:<30}{rate:>10,.0f}{naive:>10,.0f}{rate / naive:>8.2f}")
+    print(f"{backend:<12}{kind:<34}{rate:>10,.0f}{naive:>10,.0f}{rate / naive:>8.2f}")
 
 
 # -- status -----------------------------------------------------------------------------------
@@ -273,10 +276,11 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=5000, help="events per append measurement")
     ap.add_argument("--status-events", type=int, default=10_000)
     ap.add_argument("--status-steps", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3, help="repeats of each append measurement")
     ap.add_argument("--runs", type=int, default=7, help="runs of each status command")
     ap.add_argument("--no-postgres", action="store_true")
     args = ap.parse_args()
-    bench_appends(args.events, not args.no_postgres)
+    bench_appends(args.events, args.repeat, not args.no_postgres)
     bench_status(args.status_events, args.status_steps, args.runs)
 
 
