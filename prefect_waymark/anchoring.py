@@ -56,6 +56,19 @@ def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
         return logging.getLogger("prefect_waymark")
 
 
+def _review_wait_default() -> float:
+    """``run_plan``'s ``review_wait_seconds`` parameter, else ``$WAYMARK_REVIEW_WAIT_SECONDS``."""
+    try:
+        from prefect.runtime import flow_run
+
+        value = flow_run.parameters.get("review_wait_seconds")
+    except Exception:  # noqa: BLE001 - outside a flow run
+        value = None
+    if value:
+        return float(value)
+    return float(os.environ.get(REVIEW_WAIT_ENV) or 0)
+
+
 def _in_flow_run() -> bool:
     from prefect.context import FlowRunContext
 
@@ -70,9 +83,9 @@ class ReanchorGuard:
         self.ledger = runtime.ledger
         self.workdir = runtime.workdir
         self.run_id = runtime.run_id
-        if review_wait_seconds is None:
-            review_wait_seconds = float(os.environ.get(REVIEW_WAIT_ENV) or 0)
-        self.review_wait_seconds = review_wait_seconds
+        self.review_wait_seconds = (
+            _review_wait_default() if review_wait_seconds is None else review_wait_seconds
+        )
         self.active = self.plan.contract is not None or bool(self.plan.state_refs)
         self.contract: GoalContract | None = None
         self.contract_rec: dict[str, Any] | None = None

@@ -1,6 +1,6 @@
-"""With ``WAYMARK_REVIEW_WAIT_SECONDS`` set, a flow run that stops for review pauses with a typed
-form (accept / rerun / abort); answering it (as the Prefect UI does, through
-``resume_flow_run(id, run_input=...)``) lets the same run continue."""
+"""With ``review_wait_seconds`` (or ``$WAYMARK_REVIEW_WAIT_SECONDS``), a flow run that stops
+for review pauses with a typed form (accept / rerun / abort); answering it (as the Prefect UI
+does, through ``resume_flow_run(id, run_input=...)``) lets the same run continue."""
 
 from __future__ import annotations
 
@@ -72,8 +72,11 @@ def test_paused_run_continues_after_an_answer(
         daemon=True,
     )
     helper.start()
-    monkeypatch.setenv("WAYMARK_REVIEW_WAIT_SECONDS", "120")
-    out = run_plan(plan=str(plan))
+    if decision == "accept":
+        out = run_plan(plan=str(plan), review_wait_seconds=120)
+    else:  # the environment variable works too (e.g. for `waymark run`)
+        monkeypatch.setenv("WAYMARK_REVIEW_WAIT_SECONDS", "120")
+        out = run_plan(plan=str(plan))
     helper.join(timeout=5)
     assert "resumed" in box, box
     with open_ledger(url) as led:

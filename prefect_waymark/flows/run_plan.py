@@ -76,6 +76,7 @@ def run_plan(
     lease_seconds: float = 60.0,
     markers_dir: str | None = None,
     publish_artifacts: bool = True,
+    review_wait_seconds: float = 0,
 ) -> dict[str, Any]:
     """Run a plan, continuing where the last run stopped.
 
@@ -93,6 +94,8 @@ def run_plan(
         markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md and
             IMPLEMENTATION_LOG.md go (default: beside the plan file).
         publish_artifacts: create the marker, step-table and progress Prefect artifacts.
+        review_wait_seconds: on a stop for review, pause this long for an answer in the Prefect
+            UI (accept / rerun / abort; read by the re-anchoring guard); 0 stops at once.
 
     Returns the run summary as a dict; raises :class:`PlanRunFailed` if a step failed.
     """
