@@ -6,7 +6,8 @@
 - before each step: the refs it ``reads`` and ``writes``; also the contract before a step with an
   ``action`` (irreversible) and everything again when the plan switches milestone;
 - after a step: the refs it ``writes`` (the plan's own change is accepted, not a conflict);
-- after a failed attempt: the contract and the step's refs.
+- after a failed attempt: the contract and the step's refs;
+- every N ``ctx.tick()`` calls inside a long ``call:`` step: the contract and the step's refs.
 
 Each re-anchor is a ``reanchor`` ledger event (what was compared, with what result). The first
 read of a ref or contract is accepted (``accepted_versions``). A difference stops the affected
@@ -31,7 +32,7 @@ from .conflicts import (
     load_accepted,
     verdict_for,
 )
-from .errors import TransitionError
+from .errors import NeedsReview, StepError, TransitionError
 from .guards import Verdict
 from .models import GoalContract, ProgressEvent, utcnow
 from .plan_spec import PlanSpec, StepSpec
@@ -95,6 +96,7 @@ class ReanchorGuard:
         self.aborted: ProgressEvent | None = None
         self._milestone: tuple[bool, str | None] = (False, None)
         self._announced: set[str] = set()
+        self._ticks: dict[str, int] = {}
         self._lock = threading.RLock()
 
     # -- hook points ---------------------------------------------------------------------
@@ -213,6 +215,24 @@ class ReanchorGuard:
             )
         for c in conflicts:
             _logger().warning("re-anchor after a failed attempt of %s: %s", step.id, c.message)
+
+    def on_tick(self, runtime: StepRuntime, step: StepSpec, every: int) -> None:
+        """``ctx.tick()``: every ``every`` ticks re-anchor the contract and the step's refs;
+        a conflict raises :class:`NeedsReview` (or :class:`StepError` for ``on_error: fail``)."""
+        if not self.active:
+            return
+        with self._lock:
+            n = self._ticks[step.id] = self._ticks.get(step.id, 0) + 1
+            if n % max(1, every):
+                return
+            conflicts = self._reanchor("tick", _dedupe(step.reads + step.writes), True, step.id)
+        if not conflicts:
+            return
+        verdict = verdict_for(conflicts, "tick", self.contract_rec)
+        self._announce([{"step": step.id, "reason": verdict.reason}])
+        if verdict.kind == "refuse":
+            raise StepError(f"step {step.id!r}: {verdict.reason}")
+        raise NeedsReview(f"{verdict.reason} (found at tick {n})", verdict.details)
 
     # -- internals -----------------------------------------------------------------------
     def _abort_message(self) -> str:

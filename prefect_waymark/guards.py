@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .plan_spec import StepSpec
     from .tasks.step_task import StepRuntime
 
-__all__ = ["StepGuard", "Verdict", "build_guards"]
+__all__ = ["StepGuard", "Verdict", "build_guards", "tick_guards"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,12 @@ def build_guards(runtime: StepRuntime) -> list[StepGuard]:
 
     guards: list[StepGuard] = [ReanchorGuard(runtime)]
     return guards
+
+
+def tick_guards(runtime: StepRuntime, step: StepSpec, every: int) -> None:
+    """``ctx.tick()`` inside a long step: guards with an ``on_tick`` method re-check; they raise
+    :class:`~prefect_waymark.errors.NeedsReview` to stop the step."""
+    for guard in runtime.guards:
+        hook = getattr(guard, "on_tick", None)
+        if hook is not None:
+            hook(runtime, step, every)

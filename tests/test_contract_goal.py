@@ -170,3 +170,37 @@ def test_forbidden_action_is_refused_before_it_runs(prefect_server: str, tmp_pat
     doc = json.loads(run_cli("status", str(plan), "--json").stdout)
     pay = next(s for s in doc["steps"] if s["id"] == "pay")
     assert pay["status"] == "failed" and "refused before it ran" in pay["error"]
+
+
+LONG_STEP = """
+def work(ctx):
+    for i in range(30):
+        with open(ctx.workdir / "work.count", "a") as fh:
+            fh.write(f"{i}\\n")
+        if i == 13:  # someone edits the terms while the long step is running
+            (ctx.workdir / "terms.md").write_text("edited by legal")
+        ctx.tick(every=5)
+"""
+
+
+def test_tick_re_anchors_inside_a_long_call_step(prefect_server: str, tmp_path: Path) -> None:
+    from prefect_waymark.flows import run_plan
+
+    (tmp_path / "terms.md").write_text("v1")
+    (tmp_path / "longstep.py").write_text(LONG_STEP)
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "ticks",
+            "state_refs": [{"name": "terms", "kind": "file", "path": "terms.md"}],
+            "steps": [{"id": "work", "call": "longstep:work", "reads": ["terms"], "retries": 2}],
+        },
+    )
+    out = run_plan(plan=str(plan))
+    assert out["result"] == "needs_review"
+    item = out["needs_review"][0]
+    assert item["step"] == "work" and item["ref"] == "terms" and "tick 15" in item["reason"]
+    # Stopped at the first re-anchor after the edit (tick 15), not retried, not run to the end.
+    assert count(tmp_path, "work") == 15
+    points = [e["point"] for e in ledger_events(tmp_path, "ticks", "reanchor")]
+    assert points.count("tick") == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ class StepContext:
     forbidden: list[str] = field(default_factory=list)
     ledger: Ledger | None = None
     executor: str | None = None
+    on_tick: Callable[[int], None] | None = None
 
     @property
     def plan_id(self) -> str:
@@ -42,6 +44,13 @@ class StepContext:
     def path(self, relative: str) -> Path:
         """A path inside the workdir."""
         return self.workdir / relative
+
+    def tick(self, every: int = 10) -> None:
+        """Mark one unit of work in a long step; every ``every`` ticks the run re-reads the goal
+        contract and the step's state refs, and a conflict raises
+        :class:`~prefect_waymark.errors.NeedsReview` (the step stops at needs_review)."""
+        if self.on_tick is not None:
+            self.on_tick(every)
 
     def action(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
 from ..errors import ForbiddenActionError, NeedsReview
-from ..guards import StepGuard
+from ..guards import StepGuard, tick_guards
 from ..ledger import Ledger
 from ..plan_spec import PlanSpec, StepSpec
 from ..results import StorageSpec
@@ -55,6 +56,7 @@ def waymark_step(runtime: StepRuntime, step_id: str, upstream: dict[str, Any]) -
         forbidden=runtime.forbidden,
         ledger=runtime.ledger,
         executor=getattr(runtime, "executor", None),
+        on_tick=partial(tick_guards, runtime, step),
     )
     try:
         if step.action is not None:
