@@ -11,7 +11,7 @@ from .ledger.step_state import StepState
 from .plan_spec import PlanSpec
 from .results import ResultAccess
 
-__all__ = ["ResumeReport", "prepare_resume"]
+__all__ = ["ResumeReport", "prepare_resume", "take_over_dead"]
 
 
 @dataclass
@@ -21,12 +21,18 @@ class ResumeReport:
     new_reviews: list[str] = field(default_factory=list)
 
 
-def _take_over_dead(ledger: Ledger, plan: PlanSpec, run_id: str, report: ResumeReport) -> None:
+def take_over_dead(
+    ledger: Ledger, plan: PlanSpec, run_id: str, busy: dict[str, Hold] | None = None
+) -> list[str]:
+    """Record every step whose holder is gone (lease ran out, or its local process is dead) as
+    interrupted, which frees its branch; return those steps. Live holders go into ``busy``."""
+    taken: list[str] = []
     for hold in ledger.holds(plan.plan_id):
         if hold.run_id == run_id:
             continue
         if not hold.is_stale():
-            report.busy[hold.branch] = hold
+            if busy is not None:
+                busy[hold.branch] = hold
             continue
         try:
             ledger.record(
@@ -41,9 +47,10 @@ def _take_over_dead(ledger: Ledger, plan: PlanSpec, run_id: str, report: ResumeR
                     f"while the step was in_progress"
                 ),
             )
-            report.interrupted.append(hold.step_id)
+            taken.append(hold.step_id)
         except LedgerError:
             continue  # another runner took it over first
+    return taken
 
 
 def _check_completed(
@@ -85,6 +92,6 @@ def prepare_resume(
 ) -> ResumeReport:
     """Recover dead runs' steps and check completed ones; every finding is a ledger event."""
     report = ResumeReport()
-    _take_over_dead(ledger, plan, run_id, report)
+    report.interrupted = take_over_dead(ledger, plan, run_id, report.busy)
     _check_completed(ledger, plan, ledger.step_states(plan.plan_id), results, run_id, report)
     return report

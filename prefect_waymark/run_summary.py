@@ -65,7 +65,9 @@ class RunSummary(BaseModel):
         )
         for item in self.needs_review:
             lines.append(f"  needs review: {item['step']}: {item.get('reason')}")
-        nxt = self.next_start or "nothing — the plan is complete"
+        nxt = self.next_start or (
+            "nothing — the plan is complete" if self.result == "completed" else "none ready"
+        )
         why = f" ({self.next_start_reason})" if self.next_start_reason else ""
         lines.append(f"  next start: {nxt}{why}")
         return "\n".join(lines)

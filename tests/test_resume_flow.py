@@ -226,3 +226,21 @@ def test_skipped_steps_make_no_task_runs(prefect_server: str, tmp_path: Path) ->
             )
             names = sorted(r.name for r in runs)
     assert names == ["s4"]
+
+
+def test_call_steps_of_two_workdirs_with_the_same_module_name(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """One process, two plans, each with its own ``steps.py``: each plan calls its own."""
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "steps.py").write_text(
+            "def which(ctx):\n"
+            f"    ctx.path('which.txt').write_text({name!r})\n"
+            f"    return {name!r}\n"
+        )
+        doc = {"plan_id": f"same-module-{name}", "steps": [{"id": "w", "call": "steps:which"}]}
+        plan = write_plan(folder, doc)
+        assert run_inprocess(plan).result == "completed"
+        assert (folder / "which.txt").read_text() == name

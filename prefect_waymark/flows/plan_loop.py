@@ -12,12 +12,13 @@ from typing import Any
 
 from prefect.futures import PrefectFuture
 
-from ..errors import BranchBusyError, NeedsReview, TransitionError
+from ..errors import BranchBusyError, LedgerError, NeedsReview, TransitionError, WaymarkError
 from ..guards import StepGuard, Verdict
 from ..ledger.base import this_host
 from ..output_hashes import hash_outputs
 from ..plan_spec import PlanSpec
 from ..results import ResultAccess, StorageSpec
+from ..resume import take_over_dead
 from ..tasks.cache_policy import step_result_key
 from ..tasks.step_task import StepRuntime, step_task
 
@@ -32,7 +33,11 @@ class LoopOutcome:
     failed: list[str] = field(default_factory=list)
     needs_review: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)
+    #: "max-steps", "until", or "busy" (the only ready steps are on branches another live run
+    #: holds; that run goes on with them).
     stopped_by: str | None = None
+    busy: dict[str, str] = field(default_factory=dict)
 
 
 class PlanLoop:
@@ -59,6 +64,8 @@ class PlanLoop:
         self.results = results
         self.log = logger
         self.max_steps = max_steps
+        if until is not None and until not in {s.id for s in runtime.plan.steps}:
+            raise WaymarkError(f"until: plan {runtime.plan.plan_id!r} has no step {until!r}")
         self.until = until
         self.poll = poll_seconds
         self.lease = lease_seconds
@@ -71,6 +78,8 @@ class PlanLoop:
         self.generation: dict[str, int] = {}
         self.result_keys: dict[str, str | None] = {}
         self.refused: set[str] = set()
+        #: branch -> the run that held it when this run last tried to start a step there.
+        self.busy_by: dict[str, str] = {}
         self._refresh()
 
     def _targets(self) -> set[str]:
@@ -106,65 +115,95 @@ class PlanLoop:
                 values[dep] = self.values[dep] = self.results.read(key)
             except Exception as exc:  # noqa: BLE001 - any storage error means: cannot trust it
                 dspec = self.specs[dep]
-                self.ledger.record(
-                    self.plan.plan_id,
-                    "step_needs_review",
-                    step_id=dep,
-                    branch=dspec.branch,
-                    run_id=self.rt.run_id,
-                    reason=f"persisted result is missing or unreadable: {exc}",
-                    details={"result_key": key or "", "needed_by": sid},
-                )
-                self.status[dep] = "needs_review"
+                try:
+                    self.ledger.record(
+                        self.plan.plan_id,
+                        "step_needs_review",
+                        step_id=dep,
+                        branch=dspec.branch,
+                        run_id=self.rt.run_id,
+                        reason=f"persisted result is missing or unreadable: {exc}",
+                        details={"result_key": key or "", "needed_by": sid},
+                    )
+                    self.status[dep] = "needs_review"
+                except TransitionError:  # another run moved it on (e.g. a rerun): re-read
+                    self._refresh(dep)
                 return None
         return values
 
     def run(self) -> LoopOutcome:
+        """Start ready steps until nothing more may start; wait for the running ones."""
         out = LoopOutcome(skipped=[s for s in self.order if self.status[s] == "completed"])
+        try:
+            self._run(out)
+        finally:
+            for guard in self.guards:
+                on_end = getattr(guard, "on_run_end", None)
+                if on_end is not None:
+                    on_end(self.rt)
+        out.needs_review = [s for s in self.order if self.status[s] == "needs_review"]
+        out.refused = [s for s in self.order if s in self.refused]
+        if out.stopped_by is None and self.until is not None:
+            if any(self.status[s] != "completed" for s in self.order):
+                out.stopped_by = "until"
+        return out
+
+    def _ready(self, sid: str, failed_here: set[str]) -> bool:
+        if sid not in self.targets or sid in failed_here or sid in self.refused:
+            return False
+        if self.status[sid] not in ("pending", "failed"):
+            return False
+        return all(self.status[d] == "completed" for d in self.specs[sid].depends_on)
+
+    def _run(self, out: LoopOutcome) -> None:
         running: dict[PrefectFuture[Any], str] = {}
-        active: set[str] = set()
-        busy_until: dict[str, float] = {}
+        active: set[str] = set()  # branches with a step of this run in progress
+        busy_until: dict[str, float] = {}  # branches another run held at our last try
         failed_here: set[str] = set()
         started = 0
         last_renew = time.monotonic()
         while True:
             review_stop = any(v == "needs_review" for v in self.status.values())
-            budget_left = self.max_steps is None or started < self.max_steps
             waiting = False
             if not review_stop:
                 now = time.monotonic()
                 for sid in self.order:
-                    spec = self.specs[sid]
-                    if sid not in self.targets or sid in failed_here or sid in self.refused:
+                    if not self._ready(sid, failed_here):
                         continue
-                    if self.status[sid] not in ("pending", "failed"):
+                    branch = self.specs[sid].branch
+                    if branch in active:
                         continue
-                    if any(self.status[d] != "completed" for d in spec.depends_on):
-                        continue
-                    if spec.branch in active:
-                        continue
-                    if busy_until.get(spec.branch, 0) > now:
+                    if busy_until.get(branch, 0) > now:
                         waiting = True
                         continue
-                    if not budget_left:
+                    if self.max_steps is not None and started >= self.max_steps:
                         out.stopped_by = "max-steps"
                         break
                     fut = self._start(sid, busy_until)
                     if fut is None:
-                        waiting = waiting or spec.branch in busy_until
+                        waiting = waiting or branch in busy_until
                         if any(v == "needs_review" for v in self.status.values()):
                             break
                         continue
                     running[fut] = sid
-                    active.add(spec.branch)
+                    active.add(branch)
                     started += 1
-                    budget_left = self.max_steps is None or started < self.max_steps
             if not running:
-                if waiting and not review_stop:
-                    time.sleep(self.poll)
-                    self._refresh()
-                    continue
-                break
+                if not waiting or review_stop:
+                    break
+                # Only branches another run holds are left. A dead run's hold is taken over
+                # (its step is interrupted and runs here); a live run goes on with them itself.
+                taken = take_over_dead(self.ledger, self.plan, self.rt.run_id)
+                if not taken:
+                    out.stopped_by = out.stopped_by or "busy"
+                    out.busy = dict(self.busy_by)
+                    break
+                for tid in taken:
+                    self.log.warning("step %s was left in_progress by a dead run: running it", tid)
+                out.interrupted.extend(taken)
+                busy_until.clear()
+                self._refresh()
+                continue
             done, _ = wait(
                 [f.wrapped_future for f in running],  # type: ignore[attr-defined]
                 timeout=self.poll,
@@ -180,12 +219,6 @@ class PlanLoop:
             if busy_until:
                 self._refresh()
                 busy_until = {b: t for b, t in busy_until.items() if t > time.monotonic()}
-        out.needs_review = [s for s in self.order if self.status[s] == "needs_review"]
-        out.refused = [s for s in self.order if s in self.refused]
-        if out.stopped_by is None and self.until is not None:
-            if any(self.status[s] != "completed" for s in self.order):
-                out.stopped_by = "until"
-        return out
 
     def record_verdict(self, sid: str, verdict: Verdict) -> None:
         """Record a guard's verdict: needs_review, or refused before running (a drift event)."""
@@ -233,7 +266,9 @@ class PlanLoop:
                 pid=os.getpid(),
             )
         except BranchBusyError as exc:
-            self.log.info("branch %s is busy: %s; waiting", spec.branch, exc)
+            if self.busy_by.get(spec.branch) != exc.holder_run:
+                self.log.info("branch %s is busy: %s", spec.branch, exc)
+            self.busy_by[spec.branch] = exc.holder_run
             busy_until[spec.branch] = time.monotonic() + self.poll
             return None
         except TransitionError:
@@ -259,8 +294,8 @@ class PlanLoop:
             value = state.result()
             cached = state.name == "Cached"
             tail = value.get("stdout") if isinstance(value, dict) and spec.run else None
-            self.ledger.record(
-                self.plan.plan_id,
+            if not self._record_end(
+                sid,
                 "step_completed",
                 def_hash=self.hashes[sid],
                 result_key=self.result_keys[sid],
@@ -268,7 +303,8 @@ class PlanLoop:
                 output_tail=tail,
                 outputs=hash_outputs(self.rt.workdir, spec.outputs),
                 **common,
-            )
+            ):
+                return
             self.values[sid] = value
             self.status[sid] = "completed"
             for guard in self.guards:
@@ -277,27 +313,36 @@ class PlanLoop:
             return
         exc = state.result(raise_on_failure=False)
         if isinstance(exc, NeedsReview):  # e.g. an action whose outcome is unknown
-            self.ledger.record(
-                self.plan.plan_id,
-                "step_needs_review",
-                reason=exc.reason,
-                details=exc.details,
-                **common,
-            )
+            if not self._record_end(
+                sid, "step_needs_review", reason=exc.reason, details=exc.details, **common
+            ):
+                return
             self.log.warning("step %s needs review: %s", sid, exc.reason)
             self.status[sid] = "needs_review"
             return
         error = (
             f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
         )
-        self.ledger.record(
-            self.plan.plan_id,
-            "step_failed",
-            error=error,
-            output_tail=getattr(exc, "output_tail", None),
-            **common,
-        )
+        if not self._record_end(
+            sid, "step_failed", error=error, output_tail=getattr(exc, "output_tail", None), **common
+        ):
+            return
         self.log.error("step %s failed: %s", sid, error)
         self.status[sid] = "failed"
         failed_here.add(sid)
         out.failed.append(sid)
+
+    def _record_end(self, sid: str, kind: str, **data: Any) -> bool:
+        """Record how a step of this run ended; False if this run no longer holds the step.
+
+        That happens when this run's lease ran out (the process was stopped for longer than
+        ``lease_seconds``) and another run took the step over: its record stands. A result this
+        run persisted is found by that run under the same key (``Cached``), so it is not lost.
+        """
+        try:
+            self.ledger.record(self.plan.plan_id, kind, **data)
+            return True
+        except LedgerError as exc:
+            self.log.error("step %s: cannot record %s: %s", sid, kind, exc)
+            self._refresh(sid)
+            return False

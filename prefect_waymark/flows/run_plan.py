@@ -61,6 +61,8 @@ def _next_reason(result: RunResult, loop_stop: str | None, max_steps: int | None
         return f"budget reached (--max-steps {max_steps})"
     if loop_stop == "until":
         return "--until step reached"
+    if loop_stop == "busy":
+        return "another run holds the branch and goes on with it"
     return ""
 
 
@@ -171,7 +173,7 @@ def run_plan(
     finally:
         ledger.close()
     logger.info("%s", summary.text())
-    if summary.result == "failed":
+    if summary.failed_steps or summary.result == "failed":  # Failed even beside a review stop
         raise PlanRunFailed(summary)
     return summary.model_dump()
 
@@ -284,7 +286,7 @@ def _run_steps(
         cached_steps=outcome.cached,
         skipped_steps=outcome.skipped,
         failed_steps=outcome.failed + outcome.refused,
-        interrupted_steps=report.interrupted,
+        interrupted_steps=report.interrupted + outcome.interrupted,
         needs_review=view.needs_review,
         next_start=None
         if view.complete

@@ -5,6 +5,7 @@ with the plan id normalised by :func:`~prefect_waymark.markers.marker_record.art
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -96,8 +97,14 @@ def read_latest_marker(plan_id: str) -> dict[str, Any] | None:
 class ProgressArtifact:
     """A guard that keeps a progress artifact current as steps complete; it never objects."""
 
+    #: Each update is an API call (~25 ms here, as much as a no-op task): send at most one per
+    #: this many seconds; the run's last state is sent by :meth:`on_run_end`.
+    min_interval = 1.0
+
     def __init__(self) -> None:
         self.artifact_id: UUID | None = None
+        self._sent_at = 0.0
+        self._dirty = False
 
     def _fraction(self, runtime: StepRuntime) -> tuple[float, str]:
         view = build_view(runtime.plan, runtime.ledger.step_states(runtime.plan.plan_id))
@@ -113,6 +120,7 @@ class ProgressArtifact:
             description=f"Plan {runtime.plan.plan_id}: {text}",
         )
         self.artifact_id = created if isinstance(created, UUID) else None
+        self._sent_at = time.monotonic()
         return []
 
     def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
@@ -121,10 +129,23 @@ class ProgressArtifact:
     def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
         if self.artifact_id is None:
             return
+        self._dirty = True
+        if time.monotonic() - self._sent_at >= self.min_interval:
+            self._send(runtime)
+
+    def on_run_end(self, runtime: StepRuntime) -> None:
+        """Called by the plan loop when it stops: send the last progress if it is not out yet."""
+        if self.artifact_id is not None and self._dirty:
+            self._send(runtime)
+
+    def _send(self, runtime: StepRuntime) -> None:
+        assert self.artifact_id is not None
         fraction, text = self._fraction(runtime)
         update_progress_artifact(
             self.artifact_id, fraction, description=f"Plan {runtime.plan.plan_id}: {text}"
         )
+        self._sent_at = time.monotonic()
+        self._dirty = False
 
     def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
         return None

@@ -6,6 +6,7 @@ import importlib
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -76,15 +77,41 @@ def run_shell_step(
     return {"returncode": 0, "stdout": tail(proc.stdout)}
 
 
+_imported_for: dict[str, str] = {}  # top-level module -> the workdir call_step imported it for
+_import_lock = threading.Lock()
+
+
+def _import_for_workdir(module_name: str, workdir: str) -> Any:
+    """Import ``module_name`` with ``workdir`` first on ``sys.path``.
+
+    A process that runs plans from several workdirs (a test session, a long-lived worker) must
+    not reuse ``steps.py`` of the previous workdir: a top-level module this function imported
+    for another workdir is dropped (with its submodules) and imported again. Modules imported
+    by anyone else (the standard library, installed packages) are never touched.
+    """
+    top = module_name.partition(".")[0]
+    with _import_lock:
+        if sys.path[:1] != [workdir]:
+            if workdir in sys.path:
+                sys.path.remove(workdir)
+            sys.path.insert(0, workdir)
+        before = _imported_for.get(top)
+        if before is not None and before != workdir:
+            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                del sys.modules[name]
+        if top not in sys.modules:
+            importlib.invalidate_caches()  # files written since the last import are found
+    module = importlib.import_module(module_name)
+    origin = getattr(sys.modules.get(top), "__file__", None) or ""
+    if origin.startswith(workdir.rstrip(os.sep) + os.sep):
+        _imported_for[top] = workdir
+    return module
+
+
 def _import_callable(ctx: StepContext, target: str) -> Callable[[StepContext], Any]:
     module_name, _, attr = target.partition(":")
-    workdir = str(ctx.workdir)
-    if sys.path[:1] != [workdir]:
-        if workdir in sys.path:
-            sys.path.remove(workdir)
-        sys.path.insert(0, workdir)
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = _import_for_workdir(module_name, str(ctx.workdir))
     except ImportError as exc:
         raise StepError(f"step {ctx.step_id!r}: cannot import {module_name!r}: {exc}") from exc
     for part in attr.split("."):
