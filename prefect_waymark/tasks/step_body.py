@@ -78,7 +78,7 @@ def run_shell_step(
 
 
 _imported_for: dict[str, str] = {}  # top-level module -> the workdir call_step imported it for
-_import_lock = threading.Lock()
+_import_lock = threading.RLock()
 
 
 def _import_for_workdir(module_name: str, workdir: str) -> Any:
@@ -101,10 +101,12 @@ def _import_for_workdir(module_name: str, workdir: str) -> Any:
                 del sys.modules[name]
         if top not in sys.modules:
             importlib.invalidate_caches()  # files written since the last import are found
-    module = importlib.import_module(module_name)
-    origin = getattr(sys.modules.get(top), "__file__", None) or ""
-    if origin.startswith(workdir.rstrip(os.sep) + os.sep):
-        _imported_for[top] = workdir
+        # Imported under the lock: another branch's thread must not drop the module from
+        # sys.modules while this one is importing it (KeyError in importlib).
+        module = importlib.import_module(module_name)
+        origin = getattr(sys.modules.get(top), "__file__", None) or ""
+        if origin.startswith(workdir.rstrip(os.sep) + os.sep):
+            _imported_for[top] = workdir
     return module
 
 
