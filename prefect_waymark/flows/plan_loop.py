@@ -276,8 +276,8 @@ class PlanLoop:
             return None
         self.status[sid] = "in_progress"
         self.result_keys[sid] = key
-        task = step_task(spec, key, self.storage)
-        return task.submit(self.rt, sid, upstream)
+        task = step_task(spec, None, self.storage)  # one shared task per step shape
+        return task.submit(self.rt, sid, upstream, key)
 
     def _finish(
         self, sid: str, fut: PrefectFuture[Any], out: LoopOutcome, failed_here: set[str]

@@ -28,7 +28,8 @@ def step_result_key(plan_id: str, step_id: str, def_hash: str, generation: int) 
 
 @dataclass
 class StepCachePolicy(CachePolicy):
-    """Always returns the step's fixed key; never raises (Prefect would silently not persist)."""
+    """The step's key: ``key`` if set, else the task run's ``result_key`` parameter (so one
+    Prefect task object serves many steps). Never raises (Prefect would silently not persist)."""
 
     key: str = ""
 
@@ -39,4 +40,7 @@ class StepCachePolicy(CachePolicy):
         flow_parameters: dict[str, Any],
         **kwargs: Any,
     ) -> str | None:
-        return self.key or None
+        if self.key:
+            return self.key
+        given = inputs.get("result_key")
+        return given if isinstance(given, str) and given else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,13 @@ class StepRuntime:
 
 
 @task(name="waymark-step", persist_result=True)
-def waymark_step(runtime: StepRuntime, step_id: str, upstream: dict[str, Any]) -> Any:
-    """Run one step's body; a failed attempt is recorded in the ledger before Prefect retries."""
+def waymark_step(
+    runtime: StepRuntime, step_id: str, upstream: dict[str, Any], result_key: str | None = None
+) -> Any:
+    """Run one step's body; a failed attempt is recorded in the ledger before Prefect retries.
+
+    ``result_key`` is the step's cache key (see :func:`step_task`); the body does not use it.
+    """
     step = runtime.plan.step(step_id)
     task_ctx = TaskRunContext.get()
     attempt = task_ctx.task_run.run_count if task_ctx is not None else 1
@@ -79,7 +85,7 @@ def waymark_step(runtime: StepRuntime, step_id: str, upstream: dict[str, Any]) -
             attempt=attempt,
             error=f"{type(exc).__name__}: {exc}",
             output_tail=getattr(exc, "output_tail", None),
-            will_retry=attempt <= step.retries,
+            will_retry=attempt <= step.retries and not isinstance(exc, ForbiddenActionError),
         )
         raise
 
@@ -90,17 +96,50 @@ def _worth_retrying(task: Task[..., Any], task_run: TaskRun, state: State[Any]) 
     return not isinstance(exc, (NeedsReview, ForbiddenActionError))
 
 
-def step_task(step: StepSpec, key: str, storage: StorageSpec) -> Task[..., Any]:
-    """The Prefect task for ``step``: its name, retries, timeout and a run-independent cache key."""
-    return waymark_step.with_options(
-        name=step.id,
-        task_run_name=step.id,
-        cache_policy=StepCachePolicy(key=key),
-        result_storage=storage,
-        persist_result=True,
-        retries=step.retries,
-        retry_delay_seconds=step.retry_delay_seconds,
-        retry_condition_fn=_worth_retrying,
-        timeout_seconds=step.timeout_seconds if step.call is not None else None,
-        tags=["waymark", f"waymark-branch:{step.branch}"],
+_TASKS: dict[tuple[Any, ...], Task[..., Any]] = {}
+_TASKS_LOCK = threading.Lock()
+
+
+def _storage_identity(storage: StorageSpec) -> Any:
+    return str(storage) if isinstance(storage, (str, Path)) else id(storage)
+
+
+def step_task(step: StepSpec, key: str | None, storage: StorageSpec) -> Task[..., Any]:
+    """The Prefect task for ``step``: retries, timeout, result storage and a run-independent key.
+
+    With ``key``, the task carries it. Without, the key comes from the task run's
+    ``result_key`` parameter, and steps of the same shape (retries, delay, timeout, branch,
+    storage) share one task object: ``Task.with_options`` reads the function's source every
+    time (~2 ms here, as much as a no-op task run), too much to pay on every step. Either way
+    the task run is named after the step (its ``step_id`` parameter).
+    """
+    timeout = step.timeout_seconds if step.call is not None else None
+    shape = (
+        step.retries,
+        step.retry_delay_seconds,
+        timeout,
+        step.branch,
+        _storage_identity(storage),
+        key,
     )
+    with _TASKS_LOCK:
+        found = _TASKS.get(shape)
+        if found is not None:
+            return found
+        made = waymark_step.with_options(
+            name="waymark-step" if key is None else step.id,
+            task_run_name="{step_id}",
+            cache_policy=StepCachePolicy(key=key or ""),
+            result_storage=storage,
+            persist_result=True,
+            retries=step.retries,
+            retry_delay_seconds=step.retry_delay_seconds,
+            retry_condition_fn=_worth_retrying,
+            timeout_seconds=timeout,
+            tags=["waymark", f"waymark-branch:{step.branch}"],
+        )
+        if key is None:  # only shared tasks are kept; a keyed one is the caller's
+            if len(_TASKS) > 256:
+                _TASKS.clear()
+            _TASKS[shape] = made
+        return made
