@@ -64,14 +64,14 @@ def test_each_action_runs_once_and_a_rerun_skips_it(
                     "depends_on": ["card"],
                     "action": "publish",
                     "run": f"echo x >> published.count && {PY} paysteps.py publish "
-                    "&& test -n \"$WAYMARK_IDEMPOTENCY_KEY\"",
+                    '&& test -n "$WAYMARK_IDEMPOTENCY_KEY"',
                     "probe": f"{PY} paysteps.py probe",
                 },
                 {"id": "invoice", "depends_on": ["pub"], "call": "paysteps:send_invoice"},
             ],
         },
     )
-    first = run_inprocess(plan)
+    first = run_inprocess(plan, executor="agent-payments")
     assert first.result == "completed"
     keys = {
         "three-actions/card/charge-card": 1,
@@ -86,10 +86,16 @@ def test_each_action_runs_once_and_a_rerun_skips_it(
     for sid in ("card", "pub", "invoice"):
         (receipt,) = states[sid].receipts
         assert receipt["outcome"] == "applied" and receipt["external_id"].startswith("ch-")
-        assert receipt["response_hash"] and receipt["by"]
+        assert receipt["response_hash"] and receipt["by"] == "agent-payments"
         assert states[sid].open_actions == {}
     # The receipt file of the run: step carried the external id.
     assert states["pub"].receipts[0]["external_id"] == rows[1].external_id
+
+    # The run's execution marker lists the receipts of the steps it executed.
+    marker = json.loads((tmp_path / "EXECUTION_MARKER.json").read_text())
+    marked = marker["execution_history"][-1]["receipts"]
+    assert sorted(r["key"] for r in marked) == sorted(keys)
+    assert {r["step"] for r in marked} == {"card", "pub", "invoice"}
 
     status = run_cli("status", str(plan), "--json")
     assert status.returncode == 0, status.stderr

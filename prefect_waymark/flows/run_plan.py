@@ -244,6 +244,7 @@ def _run_steps(
     for sid in report.new_reviews:
         logger.warning("step %s needs review", sid)
     runtime = StepRuntime(spec, wd, ledger, run_id)
+    runtime.executor = who
     runtime.guards = build_guards(runtime)
     runtime.guards.append(OutputsGuard())
     if publish_artifacts:

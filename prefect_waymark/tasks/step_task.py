@@ -35,6 +35,7 @@ class StepRuntime:
         self.run_id = run_id
         self.forbidden = list(getattr(plan.contract, "forbidden", []) or [])
         self.guards: list[StepGuard] = []
+        self.executor: str | None = None  # who runs: recorded in action receipts
 
     def __repr__(self) -> str:
         return f"StepRuntime(plan={self.plan.plan_id!r}, run={self.run_id!r})"
@@ -61,7 +62,7 @@ def waymark_step(
         attempt=attempt,
         forbidden=runtime.forbidden,
         ledger=runtime.ledger,
-        executor=getattr(runtime, "executor", None),
+        executor=runtime.executor,
         on_tick=partial(tick_guards, runtime, step),
     )
     try:
