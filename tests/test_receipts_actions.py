@@ -334,3 +334,54 @@ def test_probe_without_action_is_bad_input(tmp_path: Path) -> None:
     proc = run_cli("validate", str(plan))
     assert proc.returncode == 2
     assert "steps[0].probe" in proc.stderr and "needs 'action'" in proc.stderr
+
+
+def test_review_accept_with_receipt_settles_the_unknown_outcome(
+    prefect_server: str, tmp_path: Path, service: CounterService, ledger_url: str
+) -> None:
+    mod = _module(
+        tmp_path,
+        """
+        def lost(ctx):
+            with ctx.action("transfer") as act:
+                if act.needed:
+                    charge(act.key)
+                    if not (Path(ctx.workdir) / "healthy").exists():
+                        raise TimeoutError("the response was lost")
+            return act.how
+        """,
+    )
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "review-receipt",
+            "steps": [
+                {"id": "pay", "call": f"{mod}:lost", "retries": 1},
+                {"id": "after", "depends_on": ["pay"], "run": "echo x >> after.count"},
+            ],
+        },
+    )
+    first = run_inprocess(plan, ledger_url=ledger_url)
+    assert first.result == "needs_review"
+    assert service.counts() == {"review-receipt/pay/transfer": 1}
+    led_opt = ("--ledger", ledger_url)
+    bad = run_cli("review", str(plan), *led_opt, "--accept", "--receipt", "maybe")
+    assert bad.returncode == 2 and "expected 'applied' or 'not-applied'" in bad.stderr
+    bad = run_cli("review", str(plan), *led_opt, "--abort", "--receipt", "applied")
+    assert bad.returncode == 2 and "--accept or --rerun" in bad.stderr
+    status = json.loads(run_cli("status", str(plan), *led_opt, "--json").stdout)
+    assert status["steps"][0]["status"] == "needs_review"  # nothing was written
+    assert status["steps"][0]["open_actions"][0]["key"] == "review-receipt/pay/transfer"
+
+    ok = run_cli(
+        "review", str(plan), *led_opt, "--accept", "--receipt", "applied", "--external-id", "T-7"
+    )
+    assert ok.returncode == 0, ok.stderr
+    status = json.loads(run_cli("status", str(plan), *led_opt, "--json").stdout)
+    step = status["steps"][0]
+    assert step["status"] == "pending" and step["open_actions"] == []
+    assert step["receipts"][0]["external_id"] == "T-7" and step["receipts"][0]["source"] == "person"
+    (tmp_path / "healthy").write_text("")
+    done = run_inprocess(plan, ledger_url=ledger_url)
+    assert done.result == "completed" and done.executed_steps == ["pay", "after"]
+    assert service.counts() == {"review-receipt/pay/transfer": 1}

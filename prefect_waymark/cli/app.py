@@ -323,10 +323,27 @@ def review(
     by: Annotated[
         str | None, typer.Option("--by", help="Who decides (default: user@host).")
     ] = None,
+    receipt: Annotated[
+        str | None,
+        typer.Option(
+            "--receipt",
+            help="For an action whose outcome is unknown: 'applied' or 'not-applied' "
+            "(what you checked in the business system).",
+        ),
+    ] = None,
+    external_id: Annotated[
+        str | None, typer.Option("--external-id", help="With --receipt applied: its id.")
+    ] = None,
 ) -> None:
     """Answer a stop for review: --accept, --rerun or --abort. Records an event; runs nothing."""
     from .review import review_command
 
+    if receipt is not None:
+        from .receipts import review_receipt
+
+        review_receipt(
+            plan, step, receipt, external_id, (accept, rerun, abort), workdir, ledger, reason, by
+        )
     raise typer.Exit(review_command(plan, step, accept, rerun, abort, workdir, ledger, reason, by))
 
 

@@ -21,7 +21,7 @@ from ..ledger.receipts import ReceiptRecord, default_action_key
 from ..plan_spec import PlanSpec
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
 
-__all__ = ["choose_key", "receipt_command", "record_receipt"]
+__all__ = ["choose_key", "receipt_command", "record_receipt", "review_receipt"]
 
 
 def choose_key(
@@ -65,11 +65,13 @@ def record_receipt(
     external_id: str | None = None,
     note: str | None = None,
     by: str | None = None,
+    release: bool = True,
 ) -> tuple[ReceiptRecord, bool]:
     """Record a person's answer; return the row and whether the step was released from review.
 
-    The step goes back to pending when it waits at needs_review and no intent of it is open any
-    more; its next run finds the receipt (the action is skipped) or runs the released action.
+    With ``release`` the step goes back to pending when it waits at needs_review and no intent
+    of it is open any more; its next run finds the receipt (the action is skipped) or runs the
+    released action. ``waymark review --accept --receipt`` records the decision itself.
     """
     who = by or default_executor()
     spec = plan.step(step_id)
@@ -87,6 +89,8 @@ def record_receipt(
     )
     state = ledger.step_states(plan.plan_id).get(step_id)
     released = False
+    if not release:
+        return rec, released
     if state is not None and state.status == "needs_review" and not state.open_actions:
         ledger.record(
             plan.plan_id,
@@ -167,3 +171,57 @@ def receipt_command(
         if released:
             print(f"step {step!r} is pending again: `waymark run` continues the plan")
     return exit_codes.OK
+
+
+def review_receipt(
+    plan_path: Path,
+    step: str | None,
+    receipt: str,
+    external_id: str | None,
+    decisions: tuple[bool, bool, bool],
+    workdir: Path | None,
+    ledger_url: str | None,
+    reason: str,
+    by: str | None,
+) -> None:
+    """``waymark review --accept|--rerun --receipt applied|not-applied``: settle the open intent
+    of the step in review first; the review decision that follows sends the step on."""
+    outcomes: dict[str, Literal["applied", "not_applied"]] = {
+        "applied": "applied",
+        "not-applied": "not_applied",
+        "not_applied": "not_applied",
+    }
+    if receipt not in outcomes:
+        fail(f"--receipt: expected 'applied' or 'not-applied', got {receipt!r}")
+    accept, rerun, abort = decisions
+    if abort or (accept + rerun) != 1:
+        fail("--receipt goes with exactly one of --accept or --rerun")
+    if external_id is not None and outcomes[receipt] != "applied":
+        fail("--external-id goes with --receipt applied")
+    spec = load_or_exit(plan_path)
+    led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False)
+    if led is None:
+        fail(f"{plan_path}: no ledger yet; the plan has not run, so nothing needs review")
+    with led:
+        states = led.step_states(spec.plan_id)
+        if step is None:
+            open_steps = [s for s, st in states.items() if st.open_actions]
+            if len(open_steps) != 1:
+                fail("--receipt: choose the step with --step (" + ", ".join(open_steps) + ")")
+            step = open_steps[0]
+        if step not in {s.id for s in spec.steps}:
+            fail(f"unknown step {step!r} in {plan_path}")
+        try:
+            rec, _ = record_receipt(
+                led,
+                spec,
+                step,
+                outcome=outcomes[receipt],
+                external_id=external_id,
+                note=reason or None,
+                by=by,
+                release=False,
+            )
+        except (ValueError, LedgerError) as exc:
+            fail(str(exc))
+    print(f"{spec.plan_id}: step {step!r} action {rec.action!r} (key {rec.key}): {rec.outcome}")

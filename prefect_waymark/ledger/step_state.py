@@ -132,7 +132,8 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.interrupted += 1
         s.error = d.get("reason")
     elif kind == "step_needs_review":
-        s.status_before_review = s.status
+        # A step stopped while in_progress has released its hold: accepting it means "pending".
+        s.status_before_review = "pending" if s.status == "in_progress" else s.status
         s.status = "needs_review"
         s.review_reason = d.get("reason")
         s.review_data = dict(d.get("details", {}))
