@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any
@@ -297,5 +297,34 @@ def load_plan(path: str | Path) -> PlanSpec:
         except yaml.YAMLError as exc:
             raise PlanError([_yaml_problem(source, exc)]) from None
     return validate_plan_data(
-        data, source=source, base_dir=p.resolve().parent, lines=_line_map(text)
+        data, source=source, base_dir=p.resolve().parent, lines=_LazyLines(text)
     )
+
+
+class _LazyLines(Mapping[_Loc, int]):
+    """The line map, built only when a problem needs a line number: composing the document a
+    second time costs ~0.15 s for a 1,000-step plan, paid by every run otherwise."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._map: dict[_Loc, int] | None = None
+
+    def _lines(self) -> dict[_Loc, int]:
+        if self._map is None:
+            self._map = _line_map(self._text)
+        return self._map
+
+    def __getitem__(self, loc: _Loc) -> int:
+        return self._lines()[loc]
+
+    def __contains__(self, loc: object) -> bool:
+        return loc in self._lines()
+
+    def __iter__(self) -> Iterator[_Loc]:
+        return iter(self._lines())
+
+    def __len__(self) -> int:
+        return len(self._lines())
+
+    def __bool__(self) -> bool:
+        return True
