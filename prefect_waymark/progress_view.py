@@ -65,7 +65,9 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
         ]
         if status == "pending" and blockers:
             status = "blocked"
-        views[sid] = StepView(
+        # Trusted values from a validated plan and ledger: skip validation (7 views of a
+        # 1,000-step plan per run cost ~0.13 s of validation otherwise).
+        views[sid] = StepView.model_construct(
             id=sid,
             title=spec.title,
             status=status,
