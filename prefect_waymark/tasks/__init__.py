@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from .actions import Action
 from .cache_policy import StepCachePolicy, step_result_key
 from .step_context import StepContext
 from .step_task import StepRuntime, step_task, waymark_step
 
 __all__ = [
+    "Action",
     "StepCachePolicy",
     "StepContext",
     "StepRuntime",
