@@ -118,9 +118,20 @@ class Samples:
         )
 
 
-def _settle(seconds: float = 8.0) -> None:
-    """Give the server time to digest the events of a big run before measuring (2 cores)."""
-    time.sleep(seconds)
+def _settle(limit: float = 180.0) -> None:
+    """Wait until the server has digested the previous runs' events (the count of task runs it
+    recorded stops changing): on 2 cores a flow run that starts while the server still writes a
+    1,000-task run's events waits for it (up to ~30 s), whichever side it belongs to."""
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + limit
+    last, same = -1, 0
+    with get_client(sync_client=True) as client:
+        while same < 3 and time.monotonic() < deadline:
+            count = client.count_task_runs()
+            same = same + 1 if count == last else 0
+            last = count
+            time.sleep(0.5)
 
 
 # -- the plain Prefect side -----------------------------------------------------------------
@@ -165,9 +176,9 @@ def run_overhead(root: Path, n: int, repeat: int) -> None:
     waymark = Samples(f"waymark run_plan, {n} steps")
     for r in range(repeat):  # alternate the two sides: load from elsewhere hits both
         plan = _chain_plan(root / f"overhead-{r}", f"bench-overhead-{r}", n)
-        _settle(3)
+        _settle()
         plain.measure(lambda: plain_chain(n))
-        _settle(3)
+        _settle()
         summary = waymark.measure(lambda plan=plan: run_plan(plan=str(plan)))
         assert len(summary["executed_steps"]) == n, summary
     print(plain.line())
@@ -236,7 +247,7 @@ def run_resume(root: Path, completed: int, repeat: int, base: int = 10) -> None:
         fn()
     for _ in range(repeat):
         for samples, fn in runs.values():
-            _settle(2)
+            _settle()
             samples.measure(fn)
     for samples, _ in runs.values():
         print(samples.line())

@@ -22,7 +22,7 @@ from tests.resume_helpers import (
 def _chain_plan(folder: Path, plan_id: str, n: int = 5, fail_at: int = 3) -> Path:
     steps = []
     for i in range(1, n + 1):
-        cmd = f"echo x >> s{i}.count"
+        cmd = f'echo "$WAYMARK_PLAN_ID $WAYMARK_STEP_ID $WAYMARK_RUN_ID" >> s{i}.count'
         if i == fail_at:
             cmd += " && test -f go"
         steps.append({"id": f"s{i}", "run": cmd, "depends_on": [f"s{i - 1}"] if i > 1 else []})
@@ -51,6 +51,12 @@ def test_failed_at_step_k_then_rerun_executes_only_k_to_n(
     assert second.skipped_steps == ["s1", "s2"]
     assert second.executed_steps == ["s3", "s4", "s5"]
     assert [runs_of(tmp_path / f"s{i}.count") for i in range(1, 6)] == [1, 1, 2, 1, 1]
+    # The command's environment names the plan, the step and the run that executed it.
+    assert (tmp_path / "s3.count").read_text().splitlines() == [
+        f"chain-fail s3 {first.run_id}",
+        f"chain-fail s3 {second.run_id}",
+    ]
+    assert second.run_id == second.flow_run_id != first.run_id
 
     third = run_inprocess(plan, ledger_url=ledger_url)
     assert third.result == "completed"
@@ -244,3 +250,39 @@ def test_call_steps_of_two_workdirs_with_the_same_module_name(
         plan = write_plan(folder, doc)
         assert run_inprocess(plan).result == "completed"
         assert (folder / "which.txt").read_text() == name
+
+
+def test_results_in_a_prefect_storage_block(prefect_server: str, tmp_path: Path) -> None:
+    """Result storage given as a saved Prefect block: values and missing results go through it."""
+    from prefect.filesystems import LocalFileSystem
+
+    store = tmp_path / "block-store"
+    LocalFileSystem(basepath=str(store)).save("waymark-test-results", overwrite=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    _value_steps(work, "block_mod")
+    plan = write_plan(
+        work,
+        {
+            "plan_id": "block-results",
+            "steps": [
+                {"id": "produce", "call": "block_mod:produce"},
+                {"id": "consume", "call": "block_mod:consume", "depends_on": ["produce"]},
+            ],
+        },
+    )
+    slug = "local-file-system/waymark-test-results"
+    first = run_inprocess(plan, max_steps=1, result_storage=slug)
+    assert first.executed_steps == ["produce"]
+    key = step_states(sqlite_url(work), "block-results")["produce"].result_key
+    assert (store / key).exists()
+    assert not (work / ".waymark" / "results" / key).exists()
+
+    done = run_inprocess(plan, result_storage=slug)  # a new run reads produce's value
+    assert done.executed_steps == ["consume"]
+    assert (work / "consumed.txt").read_text() == "42"
+
+    (store / key).unlink()
+    stopped = run_inprocess(plan, result_storage=slug)
+    assert stopped.result == "needs_review"
+    assert "persisted result is missing" in stopped.needs_review[0]["reason"]

@@ -72,6 +72,7 @@ class PlanLoop:
         self.hashes = self.plan.step_hashes()
         self.order = self.plan.topological_order()
         self.specs = {s.id: s for s in self.plan.steps}
+        self.branches = {s.branch for s in self.plan.steps}
         self.targets = self._targets()
         self.values: dict[str, Any] = {}
         self.status: dict[str, str] = {}
@@ -94,6 +95,7 @@ class PlanLoop:
         return wanted
 
     def _refresh(self, only: str | None = None) -> None:
+        self._reread = True
         states = self.ledger.step_states(self.plan.plan_id)
         for sid in [only] if only else self.order:
             st = states.get(sid)
@@ -162,12 +164,18 @@ class PlanLoop:
         failed_here: set[str] = set()
         started = 0
         last_renew = time.monotonic()
+        open_steps = list(self.order)  # not completed when last looked at, in order
         while True:
             review_stop = any(v == "needs_review" for v in self.status.values())
             waiting = False
             if not review_stop:
                 now = time.monotonic()
-                for sid in self.order:
+                if self._reread:  # statuses came from the ledger: a step may have reopened
+                    open_steps, self._reread = list(self.order), False
+                open_steps = [sid for sid in open_steps if self.status[sid] != "completed"]
+                for sid in open_steps:
+                    if len(active) == len(self.branches):
+                        break  # every branch has a step of this run in progress
                     if not self._ready(sid, failed_here):
                         continue
                     branch = self.specs[sid].branch
