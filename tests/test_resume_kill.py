@@ -59,6 +59,13 @@ def test_sigkill_inside_step_k_resumes_at_k(
     assert [e.step_id for e in interrupted] == ["s3"]
     assert "stopped while the step was in_progress" in interrupted[0].data["reason"]
     assert step_states(ledger_url, "killed")["s3"].interrupted == 1
+    # The killed run's flow run would show Running for ever: the resume marked it Crashed.
+    from prefect.client.orchestration import get_client
+
+    killed_run = ledger_events(ledger_url, "killed", "run_started")[0].data["flow_run_id"]
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(killed_run).state
+    assert state is not None and state.type.value == "CRASHED"
 
 
 RECOVER_MODULE = '''
@@ -238,3 +245,74 @@ def test_two_runners_at_once_run_each_step_once(prefect_server: str, tmp_path: P
             elif e.kind in ("step_completed", "step_failed", "step_interrupted"):
                 open_steps -= 1
             assert 0 <= open_steps <= 1
+
+
+def test_a_run_takes_over_a_branch_whose_holder_dies_while_it_runs(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """Run A holds branch main (m1); run B, started while A is alive, works on branch other.
+    A is killed meanwhile: B takes A's step over (interrupted) instead of waiting forever."""
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "takeover",
+            "steps": [
+                {
+                    "id": "m1",
+                    "run": "echo x >> m1.count; test -f inside.m1 || { touch inside.m1; "
+                    "sleep 600; }",
+                },
+                {"id": "m2", "run": "echo x >> m2.count"},  # same branch, not after m1
+                {
+                    "id": "o1",
+                    "branch": "other",
+                    "run": "echo x >> o1.count; touch inside.o1; "
+                    "for i in $(seq 1 1200); do test -f a-killed && break; sleep 0.1; done; "
+                    "test -f a-killed",
+                },
+            ],
+        },
+    )
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    run_a = start_cli("run", str(plan), "--until", "m1", cwd=tmp_path, log=log_a)
+    wait_for_file(tmp_path / "inside.m1", run_a, log_a)
+    run_b = start_cli("run", str(plan), cwd=tmp_path, log=log_b)
+    wait_for_file(tmp_path / "inside.o1", run_b, log_b)
+    kill_group(run_a)
+    (tmp_path / "a-killed").touch()
+    assert run_b.wait(timeout=300) == 0, log_b.read_text()[-4000:]
+    out = log_b.read_text()
+    assert "interrupted by a dead run, run again: m1" in out
+    assert [runs_of(tmp_path / f"{s}.count") for s in ("m1", "m2", "o1")] == [2, 1, 1]
+    interrupted = ledger_events(sqlite_url(tmp_path), "takeover", "step_interrupted")
+    assert [e.step_id for e in interrupted] == ["m1"]
+
+
+def test_a_run_stops_when_only_a_live_runs_branch_is_left(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """B finds A alive on the only branch with work: B stops (exit 3) and A finishes the plan."""
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "busy",
+            "steps": [
+                {
+                    "id": "m1",
+                    "run": "echo x >> m1.count; touch inside.m1; "
+                    "for i in $(seq 1 1200); do test -f b-done && break; sleep 0.1; done",
+                },
+                {"id": "m2", "run": "echo x >> m2.count"},
+            ],
+        },
+    )
+    log_a = tmp_path / "a.log"
+    run_a = start_cli("run", str(plan), cwd=tmp_path, log=log_a)
+    wait_for_file(tmp_path / "inside.m1", run_a, log_a)
+    b = run_cli("run", str(plan))
+    (tmp_path / "b-done").touch()
+    assert b.returncode == 3, b.stdout + b.stderr
+    assert "steps run: 0" in b.stdout
+    assert "another run holds the branch" in b.stdout
+    assert run_a.wait(timeout=300) == 0, log_a.read_text()[-4000:]
+    assert [runs_of(tmp_path / f"{s}.count") for s in ("m1", "m2")] == [1, 1]

@@ -16,7 +16,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
-from ..progress_view import PlanView, build_view
+from ..progress_view import PlanView
 from .marker_record import artifact_key
 
 if TYPE_CHECKING:
@@ -107,9 +107,12 @@ class ProgressArtifact:
         self._dirty = False
 
     def _fraction(self, runtime: StepRuntime) -> tuple[float, str]:
-        view = build_view(runtime.plan, runtime.ledger.step_states(runtime.plan.plan_id))
-        done = view.counts.get("completed", 0)
-        total = len(view.steps)
+        # Counted from the step states directly: a whole view per update is the cost of a big
+        # plan's run (a 1,000-step view takes ~40 ms here).
+        states = runtime.ledger.step_states(runtime.plan.plan_id)
+        ids = {s.id for s in runtime.plan.steps}
+        done = sum(1 for sid, st in states.items() if sid in ids and st.status == "completed")
+        total = len(ids)
         return 100.0 * done / total, f"{done} of {total} steps completed"
 
     def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
