@@ -243,7 +243,7 @@ def _waymark_resume(root: Path, completed: int) -> Callable[[], None]:
     last = spec.steps[-1].id
     setup = Samples("setup")
     setup.measure(lambda: run_plan(plan=str(plan), max_steps=completed))
-    print(f"   (setup: {completed} waymark steps really run in {setup.wall[0]:.1f} s)")
+    print(f"   (setup: {completed} waymark steps really run in {setup.raw[0]:.1f} s)")
     url = default_ledger_url(folder)
 
     def resume() -> None:
@@ -260,7 +260,7 @@ def _prefect_cached(root: Path, completed: int) -> Callable[[], None]:
     _, plain_cached = _plain_flows(root / f"plain-cached-{completed}")
     setup = Samples("setup")
     setup.measure(lambda: plain_cached(completed, "fresh-setup"))
-    print(f"   (setup: {completed} Prefect tasks persisted in {setup.wall[0]:.1f} s)")
+    print(f"   (setup: {completed} Prefect tasks persisted in {setup.raw[0]:.1f} s)")
     fresh = iter(range(1_000_000))
     return lambda: plain_cached(completed, f"fresh-{next(fresh)}")
 

@@ -81,6 +81,7 @@ class PlanLoop:
         self.refused: set[str] = set()
         #: branch -> the run that held it when this run last tried to start a step there.
         self.busy_by: dict[str, str] = {}
+        self._running: dict[PrefectFuture[Any], str] = {}  # this run's steps in progress
         self._refresh()
 
     def _targets(self) -> set[str]:
@@ -138,6 +139,9 @@ class PlanLoop:
         out = LoopOutcome(skipped=[s for s in self.order if self.status[s] == "completed"])
         try:
             self._run(out)
+        except BaseException as exc:
+            self._release_running(exc)
+            raise
         finally:
             for guard in self.guards:
                 on_end = getattr(guard, "on_run_end", None)
@@ -157,8 +161,32 @@ class PlanLoop:
             return False
         return all(self.status[d] == "completed" for d in self.specs[sid].depends_on)
 
+    def _release_running(self, exc: BaseException) -> None:
+        """The loop stops on an error (or Ctrl-C): record this run's running steps interrupted,
+        which frees their branches at once. Otherwise a next run in this same process (a test
+        session, a worker) would find them held by a live pid until the lease runs out. A step
+        whose task still finishes leaves its result under its key: the next run gets it Cached.
+        """
+        for sid in list(self._running.values()):
+            spec = self.specs[sid]
+            try:
+                self.ledger.record(
+                    self.plan.plan_id,
+                    "step_interrupted",
+                    step_id=sid,
+                    branch=spec.branch,
+                    run_id=self.rt.run_id,
+                    dead_run=self.rt.run_id,
+                    reason=f"interrupted: run {self.rt.run_id} stopped on "
+                    f"{type(exc).__name__}: {exc} while the step was in_progress",
+                )
+                self.status[sid] = "pending"
+            except Exception as inner:  # noqa: BLE001 - never hide the original error
+                self.log.error("could not release step %s: %s", sid, inner)
+        self._running.clear()
+
     def _run(self, out: LoopOutcome) -> None:
-        running: dict[PrefectFuture[Any], str] = {}
+        running = self._running
         active: set[str] = set()  # branches with a step of this run in progress
         busy_until: dict[str, float] = {}  # branches another run held at our last try
         failed_here: set[str] = set()

@@ -99,7 +99,7 @@ class ProgressArtifact:
 
     #: Each update is an API call (~25 ms here, as much as a no-op task): send at most one per
     #: this many seconds; the run's last state is sent by :meth:`on_run_end`.
-    min_interval = 1.0
+    min_interval = 5.0
 
     def __init__(self) -> None:
         self.artifact_id: UUID | None = None
