@@ -1,6 +1,6 @@
 """Resume benchmark: waymark's overhead on top of Prefect, and what a skipped step costs.
 
-Run: ``.venv/bin/python bench/bench_resume.py [--steps 200] [--completed 1000] [--repeat 3]``
+Run: ``.venv/bin/python bench/bench_resume.py [--steps 200] [--completed 1000] [--repeat 5]``
 
 Both parts run against one real local Prefect server (``PREFECT_API_URL`` if set, else a
 ``prefect server start`` in a temporary ``PREFECT_HOME`` started with
@@ -8,10 +8,11 @@ Both parts run against one real local Prefect server (``PREFECT_API_URL`` if set
 
 1. **Run overhead.** A plan of ``--steps`` no-op ``call:`` steps in a *chain* on one branch
    (step i depends on step i-1, so they run one after another) against a plain Prefect flow of
-   the same number of tasks, also a chain (each task gets the previous one's result), with
-   persisted results (``persist_result=True``, local storage). waymark adds per step: the ledger
-   writes (step_started with the branch's hold, step_completed), the step's own task options and
-   cache key, the run's guards, marker files and Prefect artifacts. Goal: <= 1.2x the plain flow.
+   the same number of tasks, also a chain (each task called with the previous one's result), with
+   persisted results (``persist_result=True``, local storage). waymark adds per step two ledger
+   writes (step_started, which takes the branch's hold, and step_completed), the run's guards and
+   reading the result back; per run the plan file, the resume checks, marker files and Prefect
+   artifacts. Goal: <= 1.2x the plain flow.
 2. **Resume cost.** A chain of ``--completed`` completed steps and one pending step: wall time
    of the run that skips the completed ones and runs the last, minus the same for a plan with 10
    completed steps, divided by the difference: the cost of one skipped step. Against Prefect's
