@@ -127,3 +127,58 @@ def test_exactly_one_process_wins_the_branch(ledger_url: str) -> None:
         for p in procs:
             p.join(timeout=60)
     assert [p.exitcode for p in procs] == [0] * WORKERS
+
+
+def _first_event_worker(url: str, index: int, barrier: Barrier, results: Any) -> None:
+    """Each round: all workers record ``step_needs_review`` on the same step's first event."""
+    from prefect_waymark.errors import TransitionError
+
+    led = open_ledger(url, create=False)
+    try:
+        for round_no in range(ROUNDS):
+            barrier.wait(timeout=120)
+            try:
+                led.record(
+                    PLAN,
+                    "step_needs_review",
+                    step_id=f"fresh-{round_no}",
+                    branch="main",
+                    run_id=f"run-w{index}",
+                    reason=f"worker {index}",
+                )
+                results.put((round_no, index, "won", ""))
+            except TransitionError:
+                results.put((round_no, index, "refused", ""))
+            except Exception:  # noqa: BLE001 - an IntegrityError here is the bug this guards
+                results.put((round_no, index, "error", traceback.format_exc()))
+    finally:
+        led.close()
+
+
+@pytest.mark.timeout(300)
+def test_concurrent_first_events_of_a_step_are_serialised(ledger_url: str) -> None:
+    """A step's first event, written by several processes at once: one wins, the others are
+    checked against its state (TransitionError), none fails on the projection's primary key."""
+    with open_ledger(ledger_url) as led:
+        led.record(PLAN, "run_started", run_id="setup")
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(WORKERS)
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_first_event_worker, args=(ledger_url, i, barrier, results))
+        for i in range(WORKERS)
+    ]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=240) for _ in range(WORKERS * ROUNDS)]
+    for p in procs:
+        p.join(timeout=60)
+    errors = [g for g in got if g[2] == "error"]
+    assert not errors, errors[0][3]
+    for round_no in range(ROUNDS):
+        outcomes = sorted(g[2] for g in got if g[0] == round_no)
+        assert outcomes == ["refused"] * (WORKERS - 1) + ["won"], outcomes
+    with open_ledger(ledger_url, create=False) as led:
+        states = led.step_states(PLAN)
+        assert all(states[f"fresh-{r}"].status == "needs_review" for r in range(ROUNDS))
+        assert led.rebuild(PLAN) == states

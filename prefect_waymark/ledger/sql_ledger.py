@@ -66,6 +66,13 @@ _STEP_STATE = (
     .with_for_update()
 )
 _INSERT_STEP = insert(_steps)
+# A step's first event inserts an empty projection row first, so that SELECT ... FOR UPDATE has a
+# row to lock: a concurrent first event for the same step then waits instead of failing on the
+# primary key (PostgreSQL) — the loser re-reads the winner's state and is checked against it.
+_CLAIM_STEP = {
+    "sqlite": sqlite.insert(_steps).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(_steps).on_conflict_do_nothing(),
+}
 _UPDATE_STEP = (
     update(_steps)
     .where(_steps.c.plan_id == bindparam("p_plan"), _steps.c.step_id == bindparam("p_step"))
@@ -197,7 +204,12 @@ class SqlLedger(SqlReceipts, Ledger):
             if ev.kind == "step_started":
                 self._take_hold(conn, ev, lease_seconds)
             row = conn.execute(_STEP_STATE, key).first()
-            state = StepState.model_validate_json(row.state) if row is not None else None
+            if row is None:
+                claim = _CLAIM_STEP.get(conn.dialect.name, _INSERT_STEP)
+                placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
+                conn.execute(claim, {**placeholder, "state": ""})
+                row = conn.execute(_STEP_STATE, key).first()
+            state = StepState.model_validate_json(row.state) if row and row.state else None
             check_transition(state, ev)
             if ev.kind in _RELEASES or (
                 ev.kind == "step_needs_review"
@@ -218,13 +230,7 @@ class SqlLedger(SqlReceipts, Ledger):
         stored = ev.model_copy(update={"seq": seq})
         if ev.kind in STEP_EVENT_KINDS:
             blob = apply_event(state, stored).model_dump_json()
-            if state is None:
-                conn.execute(
-                    _INSERT_STEP,
-                    {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": seq, "state": blob},
-                )
-            else:
-                conn.execute(_UPDATE_STEP, {**key, "last_seq": seq, "state": blob})
+            conn.execute(_UPDATE_STEP, {**key, "last_seq": seq, "state": blob})
         return stored
 
     def _take_hold(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> None:
@@ -281,25 +287,36 @@ class SqlLedger(SqlReceipts, Ledger):
                 ).rowcount
             )
 
-    def rebuild(self, plan_id: str, *, write: bool = False) -> dict[str, StepState]:
+    @staticmethod
+    def _fold(events: list[ProgressEvent]) -> tuple[dict[str, StepState], dict[str, int]]:
         states: dict[str, StepState] = {}
         last: dict[str, int] = {}
-        for ev in self.events(plan_id, kinds=STEP_EVENT_KINDS):
+        for ev in events:
             assert ev.step_id is not None and ev.seq is not None
             states[ev.step_id] = apply_event(states.get(ev.step_id), ev)
             last[ev.step_id] = ev.seq
-        if write:
-            with self._engine.begin() as conn:
-                conn.execute(delete(_steps).where(_steps.c.plan_id == plan_id))
-                for step_id, st in states.items():
-                    conn.execute(
-                        insert(_steps).values(
-                            plan_id=plan_id,
-                            step_id=step_id,
-                            last_seq=last[step_id],
-                            state=st.model_dump_json(),
-                        )
+        return states, last
+
+    def rebuild(self, plan_id: str, *, write: bool = False) -> dict[str, StepState]:
+        if not write:
+            return self._fold(self.events(plan_id, kinds=STEP_EVENT_KINDS))[0]
+        # Read and rewrite in one transaction that keeps appends out meanwhile (SQLite: the
+        # BEGIN IMMEDIATE write lock; PostgreSQL: a lock on the projection table).
+        with self._engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("LOCK TABLE waymark_steps IN SHARE ROW EXCLUSIVE MODE")
+            q = select(_ev).where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(STEP_EVENT_KINDS))
+            states, last = self._fold([_row_event(r) for r in conn.execute(q.order_by(_ev.c.seq))])
+            conn.execute(delete(_steps).where(_steps.c.plan_id == plan_id))
+            for step_id, st in states.items():
+                conn.execute(
+                    insert(_steps).values(
+                        plan_id=plan_id,
+                        step_id=step_id,
+                        last_seq=last[step_id],
+                        state=st.model_dump_json(),
                     )
+                )
         return states
 
     # -- reads ---------------------------------------------------------------------------
