@@ -28,6 +28,9 @@ def load_or_exit(plan_path: Path) -> PlanSpec:
 
 
 def workdir_for(plan: PlanSpec, workdir: Path | None) -> Path:
+    """``--workdir`` (which must exist), else the plan file's folder."""
+    if workdir is not None and not workdir.is_dir():
+        fail(f"--workdir {workdir}: no such folder")
     base = workdir if workdir is not None else (plan.base_dir or Path.cwd())
     return base.resolve()
 

@@ -214,8 +214,9 @@ def rerun(
     spec = load_or_exit(plan)
     if step not in {s.id for s in spec.steps}:
         fail(f"unknown step {step!r} in {plan}")
-    led = open_or_exit(ledger, workdir_for(spec, workdir), create=True)
-    assert led is not None
+    led = open_or_exit(ledger, workdir_for(spec, workdir), create=False)
+    if led is None:
+        fail(f"plan {spec.plan_id!r} has no recorded run: nothing to re-run")
     with led:
         try:
             led.record(

@@ -52,9 +52,13 @@ def marker_command(
         else:
             _print_marker(latest)
         return exit_codes.OK
-    led = open_or_exit(ledger_url, wd, create=rebuild)
+    led = open_or_exit(ledger_url, wd, create=False)
     if led is None:
+        if rebuild:
+            fail(f"no ledger for plan {spec.plan_id!r} in {wd}: nothing to rebuild from")
         print(f"plan {spec.plan_id}: no run recorded yet", file=sys.stderr)
+        if as_json:
+            print("null")
         return exit_codes.OK
     with led:
         markers = marker_history(led, spec.plan_id)
@@ -68,6 +72,8 @@ def marker_command(
             return exit_codes.OK
     if not markers:
         print(f"plan {spec.plan_id}: no run recorded yet", file=sys.stderr)
+        if as_json:
+            print("null")
         return exit_codes.OK
     shown = markers if history else markers[-1:]
     if as_json:

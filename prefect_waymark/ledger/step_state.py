@@ -38,7 +38,7 @@ _ALLOWED_FROM: dict[str, frozenset[str] | None] = {
     "step_failed": frozenset({"in_progress"}),
     "step_interrupted": frozenset({"in_progress"}),
     "step_needs_review": frozenset({"pending", "failed", "completed", "in_progress"}),
-    "step_rerun_requested": frozenset({"pending", "failed", "completed", "needs_review"}),
+    "step_rerun_requested": frozenset({"failed", "completed", "needs_review"}),
     "step_review_accepted": frozenset({"needs_review"}),
     "step_refused": frozenset({"pending", "failed"}),
     "action_intent": None,
@@ -48,6 +48,8 @@ _ALLOWED_FROM: dict[str, frozenset[str] | None] = {
 
 _HINTS = {
     "step_started": "a completed step runs again only after an explicit `waymark rerun`",
+    "step_rerun_requested": "only a failed, completed or needs_review step can be re-run; "
+    "a pending step simply runs on the next `waymark run`",
 }
 
 
@@ -147,6 +149,10 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.status = d.get("resume_status") or s.status_before_review or "pending"
         # Accepting an edited output accepts its current content as the step's output.
         s.outputs.update(s.review_data.get("current_outputs", {}))
+        if s.review_data.get("result_key") and s.status == "completed":
+            # Accepting a lost result: the step stays completed without a value; a step that
+            # needs the value stops again, and `waymark rerun` is the way to recompute it.
+            s.result_key = None
         s.review_reason = None
         s.review_data = {}
         if "def_hash" in d:

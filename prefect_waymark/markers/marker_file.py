@@ -92,8 +92,9 @@ def verify_marker_file(path: Path, plan_id: str, ledger_history: list[dict[str, 
             )
     if len(history) > len(ledger_history):
         raise MarkerFileError(
-            f"{path}: has {len(history)} entries, the ledger {len(ledger_history)}; "
-            "rebuild it with `waymark marker PLAN --rebuild`."
+            f"{path}: has {len(history)} entries, the ledger {len(ledger_history)}: the file "
+            "belongs to another ledger (use that ledger, or --markers-dir for this one), or it was "
+            "edited; if this ledger is the plan's, rebuild it with `waymark marker PLAN --rebuild`."
         )
 
 

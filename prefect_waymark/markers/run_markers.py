@@ -29,10 +29,11 @@ VIEW_FILES = ("TASKS.md", "IMPLEMENTATION_LOG.md", MARKER_FILE, "STATE.md")
 
 
 def markers_folder(plan: PlanSpec, workdir: Path, markers_dir: str | Path | None) -> Path:
-    """Beside the plan file by default; else the workdir; ``markers_dir`` overrides both."""
+    """The workdir — beside the plan file unless ``--workdir`` moved it, so each workdir (and
+    its ledger) keeps its own markers; ``markers_dir`` overrides it."""
     if markers_dir is not None:
         return Path(markers_dir).resolve()
-    return (plan.base_dir or workdir).resolve()
+    return workdir.resolve()
 
 
 def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> None:
@@ -83,7 +84,8 @@ def write_run_markers(
 
 def rebuild_marker_files(plan: PlanSpec, ledger: Ledger, folder: Path) -> int:
     """Rewrite waymark's files from the ledger (after a corrupt or hand-edited marker file).
-    Only files waymark wrote (or a corrupt marker) are replaced; returns the number of runs."""
-    check_writable([folder / name for name in VIEW_FILES if name != MARKER_FILE])
+    Only files waymark wrote are replaced — a truncated or hand-edited marker still starts with
+    waymark's first line; a file someone else wrote is refused. Returns the number of runs."""
+    check_writable([folder / name for name in VIEW_FILES])
     _write_views(plan, ledger, folder)
     return len(marker_history(ledger, plan.plan_id))
