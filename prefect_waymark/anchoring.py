@@ -134,6 +134,20 @@ class ReanchorGuard:
             self._announce(fresh)
         return verdicts
 
+    def on_run_end(self, runtime: StepRuntime) -> None:
+        """Announce every needs_review stop of this run not announced yet (an edited output, an
+        outcome unknown, a lost upstream result), so the automation hears of all of them."""
+        from .progress_view import build_view
+
+        view = build_view(self.plan, runtime.ledger.step_states(self.plan.plan_id))
+        fresh = [
+            {"step": str(item["step"]), "reason": item.get("reason")}
+            for item in view.needs_review
+            if item["step"] not in self._announced
+        ]
+        if fresh:
+            self._announce(fresh)
+
     def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
         if self.aborted is not None:
             return Verdict("review", self._abort_message(), {"aborted": True})

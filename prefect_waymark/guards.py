@@ -27,6 +27,9 @@ class Verdict:
 
 
 class StepGuard(Protocol):
+    """A guard may also define ``on_run_end(runtime) -> None``: called once when the run's loop
+    ends, however it ends (the re-anchoring guard announces review stops there)."""
+
     def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
         """Checks at run start / resume; returns (step_id, verdict) pairs to record."""
         ...

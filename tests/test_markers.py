@@ -214,6 +214,12 @@ def test_edited_output_stops_at_needs_review(prefect_server: str, tmp_path: Path
     proc = run_cli("status", str(plan), "--json")
     assert proc.returncode == 4
     assert json.loads(proc.stdout)["needs_review"][0]["step"] == "two"
+    # The stop is announced to Prefect like every other review stop.
+    from tests.test_contract_conflicts import needs_review_events
+
+    events = needs_review_events("edited-output")
+    assert events, "no waymark.plan.needs-review event for an edited output"
+    assert events[0].payload["steps"][0]["step"] == "two"
 
 
 def test_mutable_output_may_change(prefect_server: str, tmp_path: Path) -> None:
