@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable
 from fnmatch import fnmatchcase
@@ -331,23 +330,14 @@ class Action:
 
 # -- step-level actions (``action:`` in the plan) ------------------------------------------
 def _shell_probe(ctx: StepContext, command: str) -> Probe:
+    from .shell_command import run_command
     from .step_body import command_env, tail
 
     def probe(key: str) -> bool | None:
         extra = {"WAYMARK_IDEMPOTENCY_KEY": key, "WAYMARK_ACTION": str(ctx.step.action)}
         env = command_env(ctx, extra)
-        try:
-            proc = subprocess.run(
-                command,
-                shell=True,
-                cwd=ctx.workdir,
-                env=env,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=ctx.step.timeout_seconds,
-            )
-        except subprocess.TimeoutExpired:
+        proc = run_command(command, cwd=ctx.workdir, env=env, timeout=ctx.step.timeout_seconds)
+        if proc.returncode is None:
             ctx.logger.warning("step %s: probe timed out", ctx.step_id)
             return None
         ctx.logger.info(

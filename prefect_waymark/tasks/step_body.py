@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import StepError
+from .shell_command import run_command
 from .step_context import StepContext
 
 __all__ = ["TAIL_CHARS", "call_step", "command_env", "run_shell_step", "tail"]
@@ -49,27 +49,17 @@ def run_shell_step(
 ) -> dict[str, Any]:
     """Run the command in the workdir; a non-zero exit raises :class:`ShellStepError`."""
     env = command_env(ctx, extra_env)
-    try:
-        proc = subprocess.run(
-            command,
-            shell=True,
-            cwd=ctx.workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=ctx.step.timeout_seconds,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
-        raise ShellStepError(
-            f"step {ctx.step_id!r}: command timed out after {ctx.step.timeout_seconds}s",
-            tail(out),
-        ) from None
+    proc = run_command(command, cwd=ctx.workdir, env=env, timeout=ctx.step.timeout_seconds)
     combined = proc.stdout + (("\n[stderr]\n" + proc.stderr) if proc.stderr else "")
     out_tail = tail(combined)
     if out_tail.strip():
         ctx.logger.info("step %s output (tail):\n%s", ctx.step_id, out_tail)
+    if proc.returncode is None:
+        raise ShellStepError(
+            f"step {ctx.step_id!r}: command timed out after {ctx.step.timeout_seconds}s "
+            "(its process group was killed)",
+            out_tail,
+        )
     if proc.returncode != 0:
         raise ShellStepError(
             f"step {ctx.step_id!r}: command exited with code {proc.returncode}", out_tail
