@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .errors import LedgerError
+from .errors import LedgerError, TransitionError
 from .ledger import Hold, Ledger
 from .ledger.step_state import StepState
 from .plan_spec import PlanSpec
@@ -119,15 +119,18 @@ def _check_completed(
             details = {"result_key": st.result_key}
         else:
             continue
-        ledger.record(
-            plan.plan_id,
-            "step_needs_review",
-            step_id=step.id,
-            branch=step.branch,
-            run_id=run_id,
-            reason=reason,
-            details=details,
-        )
+        try:
+            ledger.record(
+                plan.plan_id,
+                "step_needs_review",
+                step_id=step.id,
+                branch=step.branch,
+                run_id=run_id,
+                reason=reason,
+                details=details,
+            )
+        except TransitionError:
+            continue  # another runner recorded the same finding first
         report.new_reviews.append(step.id)
 
 
