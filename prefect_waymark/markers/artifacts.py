@@ -5,6 +5,7 @@ with the plan id normalised by :func:`~prefect_waymark.markers.marker_record.art
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from ..guards import Verdict
     from ..plan_spec import StepSpec
     from ..tasks.step_task import StepRuntime
+
+_log = logging.getLogger("prefect_waymark.markers")
 
 __all__ = ["ProgressArtifact", "marker_markdown", "publish_run_artifacts", "read_latest_marker"]
 
@@ -117,11 +120,15 @@ class ProgressArtifact:
 
     def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
         value, text = self._fraction(runtime)
-        created = create_progress_artifact(
-            progress=value,
-            key=artifact_key(runtime.plan.plan_id, "progress"),
-            description=f"Plan {runtime.plan.plan_id}: {text}",
-        )
+        try:
+            created = create_progress_artifact(
+                progress=value,
+                key=artifact_key(runtime.plan.plan_id, "progress"),
+                description=f"Plan {runtime.plan.plan_id}: {text}",
+            )
+        except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
+            _log.warning("progress artifact not created: %s", exc)
+            return []
         self.artifact_id = created if isinstance(created, UUID) else None
         self._sent_at = time.monotonic()
         return []
@@ -144,9 +151,12 @@ class ProgressArtifact:
     def _send(self, runtime: StepRuntime) -> None:
         assert self.artifact_id is not None
         fraction, text = self._fraction(runtime)
-        update_progress_artifact(
-            self.artifact_id, fraction, description=f"Plan {runtime.plan.plan_id}: {text}"
-        )
+        try:
+            update_progress_artifact(
+                self.artifact_id, fraction, description=f"Plan {runtime.plan.plan_id}: {text}"
+            )
+        except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
+            _log.warning("progress artifact not updated: %s", exc)
         self._sent_at = time.monotonic()
         self._dirty = False
 
