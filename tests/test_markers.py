@@ -138,6 +138,23 @@ def test_three_runs_leave_three_markers_in_order(prefect_server: str, tmp_path: 
         assert isinstance(body, str)
         embedded = json.loads(body[body.index("```json\n") + 8 : body.rindex("```")])
         assert embedded == marker
+    # The progress artifact of the last run ends at 100 %; the steps table lists every step.
+    from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+
+    with get_client(sync_client=True) as client:
+        latest = client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(
+                key=ArtifactCollectionFilterKey(
+                    any_=[artifact_key("Marker_Plan.v1", k) for k in ("progress", "steps")]
+                )
+            )
+        )
+    by_key = {a.key: a for a in latest}
+    assert float(by_key[artifact_key("Marker_Plan.v1", "progress")].data) == 100.0
+    table = by_key[artifact_key("Marker_Plan.v1", "steps")].data
+    rows = json.loads(table) if isinstance(table, str) else table
+    assert [r["step"] for r in rows] == ["one", "two", "three"]
+    assert {r["status"] for r in rows} == {"completed"}
     from prefect_waymark.markers.artifacts import read_latest_marker
 
     assert read_latest_marker("Marker_Plan.v1") == history[-1]
