@@ -18,6 +18,7 @@ demo: venv
 
 lint: venv
 	$(BIN)/ruff check prefect_waymark tests bench examples deployments
+	$(BIN)/ruff format --check prefect_waymark tests bench examples deployments
 	$(BIN)/mypy
 
 test: lint
@@ -26,6 +27,7 @@ test: lint
 bench: venv
 	$(BIN)/python bench/bench_ledger.py
 	$(BIN)/python bench/bench_resume.py
+	$(BIN)/python bench/bench_http_refs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
