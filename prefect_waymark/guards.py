@@ -53,8 +53,9 @@ def build_guards(runtime: StepRuntime) -> list[StepGuard]:
     Re-anchoring comes first: a contract or state conflict stops a step before other checks.
     """
     from .anchoring import ReanchorGuard
+    from .receipt_guard import ReceiptConsistencyGuard
 
-    guards: list[StepGuard] = [ReanchorGuard(runtime)]
+    guards: list[StepGuard] = [ReanchorGuard(runtime), ReceiptConsistencyGuard()]
     return guards
 
 

@@ -1,0 +1,63 @@
+"""A receipt that contradicts the ledger stops the plan for review.
+
+The ledger says a step that holds an irreversible ``action:`` completed, but the receipts table
+has no applied receipt for it — the receipt was settled "not applied" later, by a person or
+another runner, or the row is gone. Neither record may silently win: the step goes to
+needs_review with both sides named.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .guards import Verdict
+
+if TYPE_CHECKING:
+    from .plan_spec import StepSpec
+    from .tasks.step_task import StepRuntime
+
+__all__ = ["ReceiptConsistencyGuard"]
+
+
+class ReceiptConsistencyGuard:
+    """Checks at run start that every completed ``action:`` step has its applied receipt."""
+
+    def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
+        action_steps = [s for s in runtime.plan.steps if s.action]
+        if not action_steps:
+            return []
+        states = runtime.ledger.step_states(runtime.plan.plan_id)
+        receipts = runtime.ledger.receipts(runtime.plan.plan_id)
+        verdicts: list[tuple[str, Verdict]] = []
+        for step in action_steps:
+            st = states.get(step.id)
+            if st is None or st.status != "completed":
+                continue
+            mine = [r for r in receipts if r.step_id == step.id and r.action == step.action]
+            if any(r.state == "applied" for r in mine):
+                continue
+            found = ", ".join(f"{r.key}: {r.state}" for r in mine) or "no receipt at all"
+            verdicts.append(
+                (
+                    step.id,
+                    Verdict(
+                        "review",
+                        f"receipt contradicts the ledger: step completed, but action "
+                        f"{step.action!r} has {found}",
+                        {
+                            "ledger": "completed",
+                            "receipts": [{"key": r.key, "state": r.state} for r in mine],
+                        },
+                    ),
+                )
+            )
+        return verdicts
+
+    def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
+        return None
+
+    def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
+        return None
+
+    def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
+        return None
