@@ -94,7 +94,9 @@ class ReanchorGuard:
         self.refs_error: str | None = None
         self.accepted = AcceptedState()
         self.aborted: ProgressEvent | None = None
-        self._milestone: tuple[bool, str | None] = (False, None)
+        # The last milestone seen per branch in this run: branches run concurrently, so a
+        # single "last milestone" would flap between them and re-anchor at every step.
+        self._milestones: dict[str, str | None] = {}
         self._announced: set[str] = set()
         self._ticks: dict[str, int] = {}
         self._lock = threading.RLock()
@@ -154,9 +156,13 @@ class ReanchorGuard:
         if not self.active:
             return None
         with self._lock:
-            seen, last = self._milestone
-            switching = seen and step.milestone != last
-            self._milestone = (True, step.milestone)
+            # Switching subtask: entering a branch after another one started (the run's first
+            # step is covered by the run-start re-anchor), or a branch's milestone changing.
+            entering = step.branch not in self._milestones and bool(self._milestones)
+            switching = entering or (
+                step.branch in self._milestones and self._milestones[step.branch] != step.milestone
+            )
+            self._milestones[step.branch] = step.milestone
             names = list(self.configs) if switching else _dedupe(step.reads + step.writes)
             check_contract = switching or step.action is not None
             if not names and not check_contract:
@@ -164,7 +170,9 @@ class ReanchorGuard:
             if switching:
                 self._load_refs()
                 names = list(self.configs)
-            point = "milestone_switch" if switching else "before_step"
+            point = (
+                "branch_switch" if entering else "milestone_switch" if switching else "before_step"
+            )
             conflicts = self._reanchor(point, names, check_contract, step.id)
         if conflicts:
             return self._stop(step.id, verdict_for(conflicts, point, self.contract_rec))
@@ -411,7 +419,10 @@ class ReanchorGuard:
         if new or accept_contract:
             self._accept(new, accept_contract, "first read" if new else "contract version", step_id)
         log = _logger()
-        if point in ("run_start", "milestone_switch") and self.contract is not None:
+        if (
+            point in ("run_start", "milestone_switch", "branch_switch")
+            and self.contract is not None
+        ):
             c = self.contract
             log.info("goal contract %s v%s (%s): %s", c.goal_id, c.version, c.status, c.objective)
             for item in c.forbidden:

@@ -40,7 +40,7 @@ def contract_fingerprint(contract: GoalContract) -> dict[str, Any]:
         "goal_id": contract.goal_id,
         "version": contract.version,
         "status": contract.status,
-        "hash": hashlib.sha256(body.encode()).hexdigest(),
+        "hash": "sha256:" + hashlib.sha256(body.encode()).hexdigest(),
     }
 
 
@@ -61,10 +61,11 @@ def _refs_seen(events: list[ProgressEvent]) -> tuple[list[dict[str, Any]], dict[
                     "name": ref["name"],
                     "version": ref.get("current", ref.get("version")),
                 }
-        if isinstance(ev.data.get("contract"), dict):
-            contract = {
-                k: ev.data["contract"].get(k) for k in ("goal_id", "version", "hash", "status")
-            }
+        seen = ev.data.get("contract")
+        if isinstance(seen, dict) and isinstance(seen.get("current"), dict):
+            seen = seen["current"]  # a re-anchor's entry: {current, accepted, result}
+        if isinstance(seen, dict) and seen.get("goal_id") is not None:
+            contract = {k: seen.get(k) for k in ("goal_id", "version", "hash", "status")}
     return list(refs.values()), contract
 
 
