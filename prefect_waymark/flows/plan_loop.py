@@ -361,9 +361,16 @@ class PlanLoop:
             "branch": spec.branch,
             "run_id": self.rt.run_id,
         }
+        with self.rt.returned_lock:
+            returned = self.rt.returned.pop(sid, None)
         if state.is_completed():
-            value = state.result()
             cached = state.name == "Cached"
+            # The value the body returned in this task run is what Prefect just persisted: no
+            # need to read it back from storage (~0.5 ms a step). A Cached step's body did not run.
+            if cached or returned is None or returned[0] != state.state_details.task_run_id:
+                value = state.result()
+            else:
+                value = returned[2]
             tail = value.get("stdout") if isinstance(value, dict) and spec.run else None
             if not self._record_end(
                 sid,

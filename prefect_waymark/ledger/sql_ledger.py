@@ -207,8 +207,10 @@ class SqlLedger(SqlReceipts, Ledger):
             if row is None:
                 claim = _CLAIM_STEP.get(conn.dialect.name, _INSERT_STEP)
                 placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
-                conn.execute(claim, {**placeholder, "state": ""})
-                row = conn.execute(_STEP_STATE, key).first()
+                claimed = conn.execute(claim, {**placeholder, "state": ""}).rowcount == 1
+                # Our own placeholder (locked by this transaction until it ends) is empty; only
+                # when a concurrent first event inserted it first is there a state to re-read.
+                row = None if claimed else conn.execute(_STEP_STATE, key).first()
             state = StepState.model_validate_json(row.state) if row and row.state else None
             check_transition(state, ev)
             if ev.kind in _RELEASES or (

@@ -94,7 +94,17 @@ def check_transition(state: StepState | None, event: ProgressEvent) -> None:
 
 def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     """Return the step's state after ``event``."""
-    s = (state or StepState(step_id=event.step_id or "")).model_copy(deep=True)
+    if state is None:
+        s = StepState(step_id=event.step_id or "")
+    else:  # a shallow copy with fresh containers: ~10x cheaper than a deep copy
+        s = state.model_copy(
+            update={
+                "review_data": dict(state.review_data),
+                "outputs": dict(state.outputs),
+                "receipts": [dict(r) for r in state.receipts],
+                "open_actions": {k: dict(v) for k, v in state.open_actions.items()},
+            }
+        )
     d = event.data
     s.last_event = event.kind
     s.last_at = event.at.isoformat()

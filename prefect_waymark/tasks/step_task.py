@@ -36,6 +36,10 @@ class StepRuntime:
         self.forbidden = list(getattr(plan.contract, "forbidden", []) or [])
         self.guards: list[StepGuard] = []
         self.executor: str | None = None  # who runs: recorded in action receipts
+        #: step id -> (task run id, attempt, value) its task body last returned in this process:
+        #: the scheduler takes the value instead of reading the persisted copy back.
+        self.returned: dict[str, tuple[Any, int, Any]] = {}
+        self.returned_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"StepRuntime(plan={self.plan.plan_id!r}, run={self.run_id!r})"
@@ -67,11 +71,12 @@ def waymark_step(
     )
     try:
         if step.action is not None:
-            return run_step_action(ctx)
-        if step.run is not None:
-            return run_shell_step(ctx, step.run)
-        assert step.call is not None
-        return call_step(ctx, step.call)
+            value = run_step_action(ctx)
+        elif step.run is not None:
+            value = run_shell_step(ctx, step.run)
+        else:
+            assert step.call is not None
+            value = call_step(ctx, step.call)
     except NeedsReview:
         raise  # not a failed attempt: the run stops the step at needs_review
     except BaseException as exc:
@@ -89,6 +94,12 @@ def waymark_step(
             will_retry=attempt <= step.retries and not isinstance(exc, ForbiddenActionError),
         )
         raise
+    if task_ctx is not None and not isinstance(value, State):
+        with runtime.returned_lock:  # a late attempt (timed out, still running) never wins
+            seen = runtime.returned.get(step.id)
+            if seen is None or seen[0] != task_ctx.task_run.id or seen[1] <= attempt:
+                runtime.returned[step.id] = (task_ctx.task_run.id, attempt, value)
+    return value
 
 
 def _worth_retrying(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
