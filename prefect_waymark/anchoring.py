@@ -127,13 +127,7 @@ class ReanchorGuard:
                 verdict = self._stop(target, verdict_for(conflicts, "run_start", self.contract_rec))
                 if verdict is not None:
                     verdicts.append((target, verdict))
-        fresh = [
-            {"step": str(item["step"]), "reason": item.get("reason")}
-            for item in view.needs_review
-            if item["step"] not in self._announced
-        ]
-        if fresh:
-            self._announce(fresh)
+        self._announce_unannounced(view.needs_review)
         return verdicts
 
     def on_run_end(self, runtime: StepRuntime) -> None:
@@ -142,9 +136,12 @@ class ReanchorGuard:
         from .progress_view import build_view
 
         view = build_view(self.plan, runtime.ledger.step_states(self.plan.plan_id))
+        self._announce_unannounced(view.needs_review)
+
+    def _announce_unannounced(self, reviews: list[dict[str, Any]]) -> None:
         fresh = [
             {"step": str(item["step"]), "reason": item.get("reason")}
-            for item in view.needs_review
+            for item in reviews
             if item["step"] not in self._announced
         ]
         if fresh:

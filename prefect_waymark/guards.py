@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .plan_spec import StepSpec
     from .tasks.step_task import StepRuntime
 
-__all__ = ["StepGuard", "Verdict", "build_guards", "tick_guards"]
+__all__ = ["GuardBase", "StepGuard", "Verdict", "build_guards", "tick_guards"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,22 @@ class StepGuard(Protocol):
     def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
         """Called after a failed attempt, before Prefect retries it."""
         ...
+
+
+class GuardBase:
+    """No-op defaults for every hook: a guard overrides only the hooks it needs."""
+
+    def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
+        return []
+
+    def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
+        return None
+
+    def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
+        return None
+
+    def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
+        return None
 
 
 def build_guards(runtime: StepRuntime) -> list[StepGuard]:

@@ -8,18 +8,17 @@ needs_review with both sides named.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .guards import Verdict
+from .guards import GuardBase, Verdict
 
 if TYPE_CHECKING:
-    from .plan_spec import StepSpec
     from .tasks.step_task import StepRuntime
 
 __all__ = ["ReceiptConsistencyGuard"]
 
 
-class ReceiptConsistencyGuard:
+class ReceiptConsistencyGuard(GuardBase):
     """Checks at run start that every completed ``action:`` step has its applied receipt."""
 
     def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
@@ -52,12 +51,3 @@ class ReceiptConsistencyGuard:
                 )
             )
         return verdicts
-
-    def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
-        return None
-
-    def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
-        return None
-
-    def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
-        return None

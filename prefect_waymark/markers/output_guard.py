@@ -3,19 +3,18 @@ would overwrite the edit. Outputs the plan declares in ``mutable_outputs`` may c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..guards import Verdict
+from ..guards import GuardBase, Verdict
 from ..output_hashes import hash_outputs
 
 if TYPE_CHECKING:
-    from ..plan_spec import StepSpec
     from ..tasks.step_task import StepRuntime
 
 __all__ = ["OutputsGuard"]
 
 
-class OutputsGuard:
+class OutputsGuard(GuardBase):
     """Compares each completed step's declared outputs with the hashes recorded at completion."""
 
     def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
@@ -45,12 +44,3 @@ class OutputsGuard:
                     )
                 )
         return verdicts
-
-    def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
-        return None
-
-    def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
-        return None
-
-    def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
-        return None
