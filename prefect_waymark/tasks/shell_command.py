@@ -1,9 +1,11 @@
-"""Run a step's shell command (or probe) in its own process group.
+"""Run a step's shell command (or probe), and on a timeout end everything it started.
 
 ``subprocess.run(shell=True, timeout=...)`` kills only the shell on a timeout: what the command
-started (a ``sleep``, a server, a script's children) keeps running and keeps writing outputs
-while Prefect retries the step. Here the command gets a session of its own and a timeout ends the
-whole group: SIGTERM, then SIGKILL after a grace period.
+started (a ``sleep``, a server, a script's children) keeps running and keeps writing outputs while
+Prefect retries the step. Here a timeout kills the command's whole process tree (found through
+``/proc``), children first. The command stays in the runner's process group on purpose: a runner
+killed with its group (SIGKILL to the group, a terminal's Ctrl-C) takes its step's command with it,
+so no orphan finishes a side effect after the run that started it died.
 """
 
 from __future__ import annotations
@@ -16,33 +18,51 @@ from pathlib import Path
 
 __all__ = ["CommandResult", "run_command"]
 
-KILL_GRACE_SECONDS = 5.0
-
 
 @dataclass(frozen=True)
 class CommandResult:
-    returncode: int | None  # None: timed out (the group was killed)
+    returncode: int | None  # None: timed out (the process tree was killed)
     stdout: str
     stderr: str
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, deepest first (Linux ``/proc``; empty elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
         try:
-            os.killpg(proc.pid, sig)
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found[::-1]
+
+
+def _kill_tree(proc: subprocess.Popen[str]) -> None:
+    for pid in [*_descendants(proc.pid), proc.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=KILL_GRACE_SECONDS)
-            return
-        except subprocess.TimeoutExpired:
             continue
 
 
 def run_command(
     command: str, *, cwd: Path, env: dict[str, str], timeout: float | None
 ) -> CommandResult:
-    """Run ``command`` with the shell; on timeout kill its process group and return
+    """Run ``command`` with the shell; on timeout kill its process tree and return
     ``returncode=None`` with whatever output it wrote."""
     proc = subprocess.Popen(
         command,
@@ -54,18 +74,14 @@ def run_command(
         stderr=subprocess.PIPE,
         text=True,
         errors="replace",
-        start_new_session=True,
     )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        _kill_tree(proc)
         out, err = proc.communicate()
         return CommandResult(None, out or "", err or "")
     except BaseException:
-        _kill_group(proc)  # the runner is stopping: take the command's processes with it
+        _kill_tree(proc)  # the runner is stopping: take the command's processes with it
         raise
-    finally:
-        if proc.returncode is None:
-            _kill_group(proc)
     return CommandResult(proc.returncode, out, err)
