@@ -152,7 +152,7 @@ MarkersDirOpt = Annotated[
     typer.Option(
         "--markers-dir",
         help="Folder for EXECUTION_MARKER.json, TASKS.md, STATE.md, IMPLEMENTATION_LOG.md "
-        "(default: beside the plan file).",
+        "(default: the workdir: the plan's folder unless --workdir moves it).",
     ),
 ]
 MaxStepsOpt = Annotated[

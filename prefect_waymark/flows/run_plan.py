@@ -94,7 +94,8 @@ def run_plan(
             ``<workdir>/.waymark/results``).
         lease_seconds: how long a step's in_progress hold lives without renewal.
         markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md and
-            IMPLEMENTATION_LOG.md go (default: beside the plan file).
+            IMPLEMENTATION_LOG.md go (default: the workdir, i.e. beside the plan file unless
+            ``workdir`` moves it).
         publish_artifacts: create the marker, step-table and progress Prefect artifacts.
         review_wait_seconds: on a stop for review, pause this long for an answer in the Prefect
             UI (accept / rerun / abort; read by the re-anchoring guard); 0 stops at once.
