@@ -184,18 +184,8 @@ def run(
     _run(plan, workdir, ledger, max_steps, until, executor, markers_dir)
 
 
-@app.command()
-def resume(
-    plan: PlanArg,
-    workdir: WorkdirOpt = None,
-    ledger: LedgerOpt = None,
-    max_steps: MaxStepsOpt = None,
-    until: UntilOpt = None,
-    executor: ExecutorOpt = None,
-    markers_dir: MarkersDirOpt = None,
-) -> None:
-    """Same as ``run``: continue the plan where the last run stopped."""
-    _run(plan, workdir, ledger, max_steps, until, executor, markers_dir)
+# `waymark resume` is the same command under the name people reach for the next day.
+app.command(name="resume", help="Same as `run`: continue the plan where the last run stopped.")(run)
 
 
 @app.command()

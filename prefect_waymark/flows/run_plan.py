@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,70 +108,48 @@ def run_plan(
     spec = _load(plan, workdir)
     wd = Path(workdir).resolve() if workdir else (spec.base_dir or Path.cwd()).resolve()
     storage = result_storage or default_result_storage(wd)
-    results = ResultAccess(storage)
     fr_id = flow_run.get_id()
-    run_id = str(fr_id) if fr_id else uuid.uuid4().hex
-    who = executor or default_executor()
-    started_at = utcnow().isoformat()
     ledger = open_ledger(resolve_ledger_url(ledger_url, wd))
     try:
         folder = markers_folder(spec, wd, markers_dir)
         preflight_markers(spec, ledger, folder)  # refuse before anything is recorded
-        before = build_view(spec, ledger.step_states(spec.plan_id))
         history = marker_history(ledger, spec.plan_id)
-        started_from = history[-1]["next_start"]["step"] if history else before.next_step
+        run = _Run(
+            spec=spec,
+            ledger=ledger,
+            logger=logger,
+            workdir=wd,
+            run_id=str(fr_id) if fr_id else uuid.uuid4().hex,
+            flow_run_id=str(fr_id) if fr_id else None,
+            executor=executor or default_executor(),
+            started_at=utcnow().isoformat(),
+            started_from=history[-1]["next_start"]["step"]
+            if history
+            else build_view(spec, ledger.step_states(spec.plan_id)).next_step,
+            markers_folder=folder,
+            publish_artifacts=publish_artifacts,
+        )
         ledger.record(
             spec.plan_id,
             "run_started",
-            run_id=run_id,
-            flow_run_id=str(fr_id) if fr_id else None,
-            executor=who,
+            run_id=run.run_id,
+            flow_run_id=run.flow_run_id,
+            executor=run.executor,
             workdir=str(wd),
             host=this_host(),
             pid=os.getpid(),
             plan_hash=spec.plan_hash(),
             step_hashes=spec.step_hashes(),
-            started_from=started_from,
+            started_from=run.started_from,
             max_steps=max_steps,
             until=until,
         )
         try:
-            summary = _run_steps(
-                spec,
-                ledger,
-                logger,
-                results,
-                storage,
-                wd,
-                run_id,
-                who,
-                started_at,
-                fr_id,
-                started_from,
-                max_steps,
-                until,
-                lease_seconds,
-                publish_artifacts,
-            )
+            summary = _run_steps(run, storage, max_steps, until, lease_seconds)
         except Exception as exc:
-            _record_crash(
-                spec,
-                ledger,
-                logger,
-                run_id,
-                who,
-                wd,
-                started_at,
-                fr_id,
-                started_from,
-                exc,
-                folder,
-                publish_artifacts,
-            )
+            _record_crash(run, exc)
             raise
-        write_run_markers(
-            spec, ledger, summary.model_dump(), folder, logger, artifacts=publish_artifacts
-        )
+        run.finish(summary)
     finally:
         ledger.close()
     logger.info("%s", summary.text())
@@ -179,76 +158,89 @@ def run_plan(
     return summary.model_dump()
 
 
-def _record_crash(
-    spec: PlanSpec,
-    ledger: Ledger,
-    logger: Any,
-    run_id: str,
-    who: str,
-    wd: Path,
-    started_at: str,
-    fr_id: Any,
-    started_from: str | None,
-    exc: BaseException,
-    folder: Path,
-    publish_artifacts: bool,
-) -> None:
-    """An unexpected error still leaves a run_finished event and a marker (result: failed)."""
-    try:
-        view = build_view(spec, ledger.step_states(spec.plan_id))
-        summary = RunSummary(
-            plan_id=spec.plan_id,
-            run_id=run_id,
-            flow_run_id=str(fr_id) if fr_id else None,
-            executor=who,
-            workdir=str(wd),
-            started_at=started_at,
+@dataclass(frozen=True)
+class _Run:
+    """Who runs the plan, where and since when: what every summary of this run repeats."""
+
+    spec: PlanSpec
+    ledger: Ledger
+    logger: Any
+    workdir: Path
+    run_id: str
+    flow_run_id: str | None
+    executor: str
+    started_at: str
+    started_from: str | None
+    markers_folder: Path
+    publish_artifacts: bool
+
+    def summary(self, result: RunResult, **fields: Any) -> RunSummary:
+        return RunSummary(
+            plan_id=self.spec.plan_id,
+            run_id=self.run_id,
+            flow_run_id=self.flow_run_id,
+            executor=self.executor,
+            workdir=str(self.workdir),
+            started_at=self.started_at,
             finished_at=utcnow().isoformat(),
-            result="failed",
-            started_from=started_from,
-            needs_review=view.needs_review,
-            next_start=view.next_step,
-            next_start_reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
+            result=result,
+            started_from=self.started_from,
+            **fields,
         )
-        ledger.append(
+
+    def finish(self, summary: RunSummary) -> None:
+        """The run's last records: the run_finished event, then its marker."""
+        data = summary.model_dump()
+        self.ledger.append(
             ProgressEvent(
-                plan_id=spec.plan_id, kind="run_finished", run_id=run_id, data=summary.model_dump()
+                plan_id=self.spec.plan_id, kind="run_finished", run_id=self.run_id, data=data
             )
         )
         write_run_markers(
-            spec, ledger, summary.model_dump(), folder, logger, artifacts=publish_artifacts
+            self.spec,
+            self.ledger,
+            data,
+            self.markers_folder,
+            self.logger,
+            artifacts=self.publish_artifacts,
+        )
+
+
+def _record_crash(run: _Run, exc: BaseException) -> None:
+    """An unexpected error still leaves a run_finished event and a marker (result: failed)."""
+    try:
+        view = build_view(run.spec, run.ledger.step_states(run.spec.plan_id))
+        run.finish(
+            run.summary(
+                "failed",
+                needs_review=view.needs_review,
+                next_start=view.next_step,
+                next_start_reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
+            )
         )
     except Exception as inner:  # noqa: BLE001 - never hide the original error
-        logger.error("could not record the failed run's marker: %s", inner)
+        run.logger.error("could not record the failed run's marker: %s", inner)
 
 
 def _run_steps(
-    spec: PlanSpec,
-    ledger: Ledger,
-    logger: Any,
-    results: ResultAccess,
+    run: _Run,
     storage: StorageSpec,
-    wd: Path,
-    run_id: str,
-    who: str,
-    started_at: str,
-    fr_id: Any,
-    started_from: str | None,
     max_steps: int | None,
     until: str | None,
     lease_seconds: float,
-    publish_artifacts: bool,
 ) -> RunSummary:
-    report = prepare_resume(ledger, spec, results, run_id)
+    spec, ledger, logger = run.spec, run.ledger, run.logger
+    results = ResultAccess(storage)
+    report = prepare_resume(ledger, spec, results, run.run_id)
     for sid in report.interrupted:
         logger.warning("step %s was left in_progress by a dead run: running it again", sid)
     for sid in report.new_reviews:
         logger.warning("step %s needs review", sid)
-    runtime = StepRuntime(spec, wd, ledger, run_id)
-    runtime.executor = who
+    runtime = StepRuntime(spec, run.workdir, ledger, run.run_id)
+    runtime.executor = run.executor
     runtime.guards = build_guards(runtime)
     runtime.guards.append(OutputsGuard())
-    if publish_artifacts:
+    if run.publish_artifacts:
         runtime.guards.append(ProgressArtifact())
     loop = PlanLoop(
         runtime,
@@ -274,16 +266,8 @@ def _run_steps(
         result = "completed"
     else:
         result = "stopped"
-    summary = RunSummary(
-        plan_id=spec.plan_id,
-        run_id=run_id,
-        flow_run_id=str(fr_id) if fr_id else None,
-        executor=who,
-        workdir=str(wd),
-        started_at=started_at,
-        finished_at=utcnow().isoformat(),
-        result=result,
-        started_from=started_from,
+    return run.summary(
+        result,
         executed_steps=outcome.executed,
         cached_steps=outcome.cached,
         skipped_steps=outcome.skipped,
@@ -295,9 +279,3 @@ def _run_steps(
         else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
         next_start_reason=_next_reason(result, outcome.stopped_by, max_steps),
     )
-    ledger.append(
-        ProgressEvent(
-            plan_id=spec.plan_id, kind="run_finished", run_id=run_id, data=summary.model_dump()
-        )
-    )
-    return summary

@@ -17,6 +17,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
+from ..guards import GuardBase
 from ..progress_view import PlanView
 from .marker_record import artifact_key
 
@@ -97,7 +98,7 @@ def read_latest_marker(plan_id: str) -> dict[str, Any] | None:
     return doc
 
 
-class ProgressArtifact:
+class ProgressArtifact(GuardBase):
     """A guard that keeps a progress artifact current as steps complete; it never objects."""
 
     #: Each update is an API call (~25 ms here, as much as a no-op task): send at most one per
@@ -133,9 +134,6 @@ class ProgressArtifact:
         self._sent_at = time.monotonic()
         return []
 
-    def before_step(self, runtime: StepRuntime, step: StepSpec) -> Verdict | None:
-        return None
-
     def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
         if self.artifact_id is None:
             return
@@ -159,6 +157,3 @@ class ProgressArtifact:
             _log.warning("progress artifact not updated: %s", exc)
         self._sent_at = time.monotonic()
         self._dirty = False
-
-    def after_failed_attempt(self, runtime: StepRuntime, step: StepSpec, error: str) -> None:
-        return None
