@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from prefect_waymark.ledger import SqlLedger, default_ledger_url
-from prefect_waymark.plan_loader import load_plan
+from prefect_waymark.plan.loader import load_plan
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 WAYMARK = str(Path(sys.executable).parent / "waymark")

@@ -31,9 +31,9 @@ from .models import (
     StateRef,
     StepStatus,
 )
-from .plan_api import Plan
-from .plan_loader import load_plan, validate_plan_data
-from .plan_spec import PlanSpec, StepSpec
+from .plan.builder import Plan
+from .plan.loader import load_plan, validate_plan_data
+from .plan.spec import PlanSpec, StepSpec
 
 if TYPE_CHECKING:
     from .flows.run_plan import run_plan

@@ -62,7 +62,7 @@ def action_keys(plan_id: str) -> dict[str, str]:
 def run_inprocess(plan: Path, **kwargs: Any) -> Any:
     """One real ``run_plan`` flow run in this process; returns its RunSummary."""
     from prefect_waymark.flows import PlanRunFailed, run_plan
-    from prefect_waymark.run_summary import RunSummary
+    from prefect_waymark.run.summary import RunSummary
 
     state = run_plan(plan=str(plan), return_state=True, **kwargs)
     if state.is_completed():

@@ -1,11 +1,12 @@
 """One of two racing runners, a real process: ``python -m tests.race_worker BASE URL WHO REPS``.
 
 For each repetition it waits for the other runner at a file barrier, then runs that repetition's
-plan through :func:`prefect_waymark.runner.run_from_cli` — what ``waymark run`` does after parsing
-its arguments — so both runners start the same plan at the same moment. A run that stops with
-steps remaining (exit 3: the other runner holds them) is started again at once, like a poller,
-so the two keep racing for every step until the plan is done. One long-lived process per runner
-keeps 20 repetitions within the test budget (a ``waymark run`` process costs 2-4 s to start).
+plan through :func:`prefect_waymark.cli.run_command.run_from_cli` — what ``waymark run`` does
+after parsing its arguments — so both runners start the same plan at the same moment. A run that
+stops with steps remaining (exit 3: the other runner holds them) is started again at once, like a
+poller, so the two keep racing for every step until the plan is done. One long-lived process per
+runner keeps 20 repetitions within the test budget (a ``waymark run`` process costs 2-4 s to
+start).
 Final exit codes and run counts go to ``BASE/codes-WHO.json``.
 """
 
@@ -20,7 +21,7 @@ MAX_RUNS = 60
 
 
 def main(base: Path, ledger_url: str, who: str, reps: int) -> int:
-    from prefect_waymark.runner import run_from_cli
+    from prefect_waymark.cli.run_command import run_from_cli
 
     codes = []
     for i in range(reps):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect_waymark.conflicts import load_accepted
+from prefect_waymark.guards.conflicts import load_accepted
 from prefect_waymark.ledger import open_ledger
 from tests.helpers import run_cli, write_plan
 

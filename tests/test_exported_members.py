@@ -65,7 +65,7 @@ def test_exported_members_say_where_they_come_from() -> None:
 
 
 def test_subpackages_declare_their_api() -> None:
-    for sub in ("errors", "models", "plan_api", "plan_loader", "plan_spec", "ledger"):
+    for sub in ("errors", "models", "plan.builder", "plan.loader", "plan.spec", "ledger"):
         module = importlib.import_module(f"prefect_waymark.{sub}")
         assert module.__all__, sub
         for name in module.__all__:

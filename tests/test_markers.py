@@ -302,7 +302,7 @@ def test_marker_write_is_atomic_when_killed(tmp_path: Path) -> None:
 
 def test_foreign_marker_file_refused_without_ledger(tmp_path: Path) -> None:
     from prefect_waymark.markers import preflight_markers
-    from prefect_waymark.plan_loader import load_plan
+    from prefect_waymark.plan.loader import load_plan
 
     plan = _plan(tmp_path, "foreign")
     (tmp_path / MARKER_FILE).write_text('{"plan_id": "foreign", "execution_history": []}')

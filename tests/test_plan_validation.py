@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from prefect_waymark import PlanError, PlanProblem, load_plan
-from prefect_waymark.plan_loader import validate_plan_data
+from prefect_waymark.plan.loader import validate_plan_data
 from tests.helpers import run_cli, write_plan
 
 

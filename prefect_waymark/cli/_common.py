@@ -8,11 +8,11 @@ from typing import NoReturn
 
 import typer
 
-from .. import exit_codes
 from ..errors import LedgerError, PlanError
 from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_ledger_url
-from ..plan_loader import load_plan
-from ..plan_spec import PlanSpec
+from ..plan.loader import load_plan
+from ..plan.spec import PlanSpec
+from ..run import exit_codes
 
 
 def fail(message: str, code: int = exit_codes.BAD_INPUT) -> NoReturn:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import exit_codes
+from ..run import exit_codes
 from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
 
 app = typer.Typer(
@@ -44,7 +44,7 @@ def validate(plan: PlanArg) -> None:
 @app.command()
 def schema() -> None:
     """Print the plan file's JSON Schema."""
-    from ..plan_spec import PlanSpec
+    from ..plan.spec import PlanSpec
 
     doc = PlanSpec.model_json_schema()
     for internal in ("source", "base_dir"):  # set by the loader; not plan file fields
@@ -66,7 +66,7 @@ def status(
 ) -> None:
     """Show each step's status from the ledger. Never starts Prefect; creates nothing."""
     from ..ledger import Ledger
-    from ..progress_view import build_view
+    from ..ledger.progress_view import build_view
     from .status_output import print_json, print_table
 
     spec = load_or_exit(plan)
@@ -119,7 +119,7 @@ def _run(
         fail("--max-steps: expected a number >= 1")
     wd = workdir_for(spec, workdir)
     _preflight_markers(spec, wd, ledger, markers_dir)
-    from ..runner import run_from_cli
+    from .run_command import run_from_cli
 
     code = run_from_cli(
         plan_path=plan,
@@ -199,7 +199,7 @@ def rerun(
 ) -> None:
     """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
     from ..errors import TransitionError
-    from ..identity import default_executor
+    from ..run.identity import default_executor
 
     spec = load_or_exit(plan)
     if step not in {s.id for s in spec.steps}:
@@ -347,7 +347,7 @@ app.add_typer(server_app, name="server")
 @server_app.command("start")
 def server_start() -> None:
     """Start (or find) the local Prefect server and print its API URL."""
-    from ..local_server import ensure_local_server
+    from ..run.local_server import ensure_local_server
 
     info = ensure_local_server(echo=True)
     print(info.api_url)
@@ -356,7 +356,7 @@ def server_start() -> None:
 @server_app.command("stop")
 def server_stop() -> None:
     """Stop the local Prefect server waymark started."""
-    from ..local_server import stop_local_server
+    from ..run.local_server import stop_local_server
 
     print("stopped" if stop_local_server() else "no local server was running")
 
@@ -364,7 +364,7 @@ def server_stop() -> None:
 @server_app.command("status")
 def server_status() -> None:
     """Say whether the local Prefect server is up, and where."""
-    from ..local_server import find_local_server
+    from ..run.local_server import find_local_server
 
     info = find_local_server()
     if info is None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import exit_codes
+from ..run import exit_codes
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
 
 
@@ -39,7 +39,7 @@ def marker_command(
     spec = load_or_exit(plan_path)
     wd = workdir_for(spec, workdir)
     if from_prefect:
-        from ..runner import configure_prefect
+        from .run_command import configure_prefect
 
         configure_prefect()
         from ..markers.artifacts import read_latest_marker

@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import exit_codes
 from ..errors import LedgerError
-from ..identity import default_executor
 from ..ledger import Ledger
 from ..ledger.receipts import ReceiptRecord, default_action_key
-from ..plan_spec import PlanSpec
+from ..plan.spec import PlanSpec
+from ..run import exit_codes
+from ..run.identity import default_executor
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
 
 __all__ = ["choose_key", "receipt_command", "record_receipt", "review_receipt"]

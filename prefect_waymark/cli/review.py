@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import exit_codes
-from ..identity import default_executor
-from ..review_decisions import Decision, ReviewError, apply_decision
+from ..review.decisions import Decision, ReviewError, apply_decision
+from ..run import exit_codes
+from ..run.identity import default_executor
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
 
 __all__ = ["review_command"]

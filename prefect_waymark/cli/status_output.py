@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..progress_view import PlanView
+from ..ledger.progress_view import PlanView
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -16,12 +16,12 @@ from prefect.client.schemas.objects import State
 from prefect.futures import PrefectFuture
 
 from ..errors import BranchBusyError, LedgerError, NeedsReview, TransitionError, WaymarkError
-from ..guards import StepGuard, Verdict
+from ..guards.base import StepGuard, Verdict
+from ..guards.output_hashes import hash_outputs
 from ..ledger.base import this_host
-from ..output_hashes import hash_outputs
-from ..plan_spec import PlanSpec
-from ..results import ResultAccess, StorageSpec
-from ..resume import take_over_dead
+from ..plan.spec import PlanSpec
+from ..run.results import ResultAccess, StorageSpec
+from ..run.resume import take_over_dead
 from ..tasks.cache_policy import step_result_key
 from ..tasks.step_task import StepRuntime, step_task
 

@@ -13,21 +13,21 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
 from ..errors import StepError
-from ..guards import build_guards
-from ..identity import default_executor
+from ..guards.base import build_guards
+from ..guards.outputs import OutputsGuard
 from ..ledger import Ledger, open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
-from ..log_filters import install_log_filters
+from ..ledger.progress_view import build_view
 from ..markers import marker_history, markers_folder, preflight_markers, write_run_markers
 from ..markers.artifacts import ProgressArtifact
-from ..markers.output_guard import OutputsGuard
 from ..models import ProgressEvent, utcnow
-from ..plan_loader import load_plan, validate_plan_data
-from ..plan_spec import PlanSpec
-from ..progress_view import build_view
-from ..results import ResultAccess, StorageSpec, default_result_storage
-from ..resume import prepare_resume
-from ..run_summary import RunResult, RunSummary
+from ..plan.loader import load_plan, validate_plan_data
+from ..plan.spec import PlanSpec
+from ..run.identity import default_executor
+from ..run.log_filters import install_log_filters
+from ..run.results import ResultAccess, StorageSpec, default_result_storage
+from ..run.resume import prepare_resume
+from ..run.summary import RunResult, RunSummary
 from ..tasks.step_task import StepRuntime
 from .plan_loop import PlanLoop
 

@@ -17,13 +17,13 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
-from ..guards import GuardBase
-from ..progress_view import PlanView
+from ..guards.base import GuardBase
+from ..ledger.progress_view import PlanView
 from .marker_record import artifact_key
 
 if TYPE_CHECKING:
-    from ..guards import Verdict
-    from ..plan_spec import StepSpec
+    from ..guards.base import Verdict
+    from ..plan.spec import StepSpec
     from ..tasks.step_task import StepRuntime
 
 _log = logging.getLogger("prefect_waymark.markers")

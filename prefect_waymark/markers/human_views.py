@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..plan_spec import PlanSpec
-from ..progress_view import PlanView
+from ..ledger.progress_view import PlanView
+from ..plan.spec import PlanSpec
 from .generated_files import GENERATED_LINE
 from .marker_file import MARKER_FILE
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..ledger import Ledger
 from ..models import GoalContract, ProgressEvent
-from ..plan_spec import PlanSpec
+from ..plan.spec import PlanSpec
 
 __all__ = [
     "MARKER_EVENT",

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..ledger import Ledger
+from ..ledger.progress_view import build_view
 from ..models import ProgressEvent
-from ..plan_spec import PlanSpec
-from ..progress_view import build_view
+from ..plan.spec import PlanSpec
 from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
 from .marker_file import MARKER_FILE, verify_marker_file, write_marker_file

@@ -37,10 +37,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ForbiddenActionError, NeedsReview, OutcomeUnknownError, StepError
-from ..identity import default_executor
 from ..ledger.base import pid_alive, this_host
 from ..ledger.receipts import ReceiptRecord, default_action_key
 from ..models import ActionReceipt
+from ..run.identity import default_executor
 
 if TYPE_CHECKING:
     from .step_context import StepContext

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..plan_spec import PlanSpec, StepSpec
+from ..plan.spec import PlanSpec, StepSpec
 
 if TYPE_CHECKING:
     from ..ledger import Ledger

@@ -13,10 +13,10 @@ from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
 from ..errors import ForbiddenActionError, NeedsReview
-from ..guards import StepGuard, tick_guards
+from ..guards.base import StepGuard, tick_guards
 from ..ledger import Ledger
-from ..plan_spec import PlanSpec, StepSpec
-from ..results import StorageSpec
+from ..plan.spec import PlanSpec, StepSpec
+from ..run.results import StorageSpec
 from .actions import run_step_action
 from .cache_policy import StepCachePolicy
 from .step_body import call_step, run_shell_step

@@ -12,10 +12,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .errors import PlanError, PlanProblem
-from .models import GoalContract
-from .plan_spec import BlockRef, PlanSpec, StateRefSpec, StepSpec
-from .resolvers.validation import ref_field_problems
+from ..errors import PlanError, PlanProblem
+from ..models import GoalContract
+from ..resolvers.validation import ref_field_problems
+from .spec import BlockRef, PlanSpec, StateRefSpec, StepSpec
 
 __all__ = ["load_plan", "validate_plan_data"]
 

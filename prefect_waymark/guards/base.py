@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from .plan_spec import StepSpec
-    from .tasks.step_task import StepRuntime
+    from ..plan.spec import StepSpec
+    from ..tasks.step_task import StepRuntime
 
 __all__ = ["GuardBase", "StepGuard", "Verdict", "build_guards", "tick_guards"]
 
@@ -68,8 +68,8 @@ def build_guards(runtime: StepRuntime) -> list[StepGuard]:
 
     Re-anchoring comes first: a contract or state conflict stops a step before other checks.
     """
-    from .anchoring import ReanchorGuard
-    from .receipt_guard import ReceiptConsistencyGuard
+    from .reanchor import ReanchorGuard
+    from .receipts import ReceiptConsistencyGuard
 
     guards: list[StepGuard] = [ReanchorGuard(runtime), ReceiptConsistencyGuard()]
     return guards

@@ -6,9 +6,9 @@ import os
 import sys
 from pathlib import Path
 
-from . import exit_codes
-from .identity import default_executor
-from .run_summary import RunSummary
+from ..run import exit_codes
+from ..run.identity import default_executor
+from ..run.summary import RunSummary
 
 __all__ = ["configure_prefect", "default_executor", "run_from_cli"]
 
@@ -26,7 +26,7 @@ def configure_prefect() -> str:
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         return "Prefect's ephemeral server"
-    from .local_server import ensure_local_server
+    from ..run.local_server import ensure_local_server
 
     info = ensure_local_server(echo=True)
     os.environ["PREFECT_API_URL"] = info.api_url
@@ -43,7 +43,7 @@ def run_from_cli(
     executor: str | None,
     markers_dir: Path | None = None,
 ) -> int:
-    from .errors import WaymarkError
+    from ..errors import WaymarkError
 
     try:
         where = configure_prefect()
@@ -51,7 +51,7 @@ def run_from_cli(
         print(f"waymark: {exc}", file=sys.stderr)
         return exit_codes.STEP_FAILED
     print(f"waymark: running {plan_path} on {where}", file=sys.stderr)
-    from .flows.run_plan import PlanRunFailed, run_plan
+    from ..flows.run_plan import PlanRunFailed, run_plan
 
     state = run_plan(
         plan=str(plan_path),

@@ -23,6 +23,12 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NeedsReview, StepError, TransitionError
+from ..models import GoalContract, ProgressEvent, utcnow
+from ..plan.spec import PlanSpec, StepSpec
+from ..review.decisions import abort_event, apply_decision
+from ..tasks.actions import forbidden_rule
+from .base import Verdict
 from .conflicts import (
     ACCEPTED_EVENT,
     AcceptedState,
@@ -32,16 +38,10 @@ from .conflicts import (
     load_accepted,
     verdict_for,
 )
-from .errors import NeedsReview, StepError, TransitionError
-from .guards import Verdict
-from .models import GoalContract, ProgressEvent, utcnow
-from .plan_spec import PlanSpec, StepSpec
-from .review_decisions import abort_event, apply_decision
-from .tasks.actions import forbidden_rule
 
 if TYPE_CHECKING:
-    from .resolvers.base import RefConfig
-    from .tasks.step_task import StepRuntime
+    from ..resolvers.base import RefConfig
+    from ..tasks.step_task import StepRuntime
 
 __all__ = ["REVIEW_WAIT_ENV", "ReanchorGuard"]
 
@@ -77,7 +77,7 @@ def _in_flow_run() -> bool:
 
 
 class ReanchorGuard:
-    """A :class:`~prefect_waymark.guards.StepGuard` that re-reads contract and refs."""
+    """A :class:`~prefect_waymark.guards.base.StepGuard` that re-reads contract and refs."""
 
     def __init__(self, runtime: StepRuntime, *, review_wait_seconds: float | None = None) -> None:
         self.plan: PlanSpec = runtime.plan
@@ -103,7 +103,7 @@ class ReanchorGuard:
 
     # -- hook points ---------------------------------------------------------------------
     def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
-        from .progress_view import build_view
+        from ..ledger.progress_view import build_view
 
         view = build_view(self.plan, self.ledger.step_states(self.plan.plan_id))
         reviewing = [str(item["step"]) for item in view.needs_review]
@@ -133,7 +133,7 @@ class ReanchorGuard:
     def on_run_end(self, runtime: StepRuntime) -> None:
         """Announce every needs_review stop of this run not announced yet (an edited output, an
         outcome unknown, a lost upstream result), so the automation hears of all of them."""
-        from .progress_view import build_view
+        from ..ledger.progress_view import build_view
 
         view = build_view(self.plan, runtime.ledger.step_states(self.plan.plan_id))
         self._announce_unannounced(view.needs_review)
@@ -183,7 +183,7 @@ class ReanchorGuard:
     def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
         if not self.active or not step.writes:
             return
-        from .resolvers.resolve import resolve_refs
+        from ..resolvers.resolve import resolve_refs
 
         with self._lock:
             configs = [self.configs[n] for n in _dedupe(step.writes) if n in self.configs]
@@ -266,7 +266,7 @@ class ReanchorGuard:
         )
 
     def _load_refs(self) -> None:
-        from .anchor_sources import load_ref_configs
+        from .sources import load_ref_configs
 
         try:
             configs = load_ref_configs(self.plan)
@@ -277,7 +277,7 @@ class ReanchorGuard:
         self.configs = {c.name: c for c in configs}
 
     def _read_contract(self, at: str) -> tuple[list[Conflict], dict[str, Any] | None]:
-        from .anchor_sources import load_contract
+        from .sources import load_contract
 
         try:
             loaded = load_contract(self.plan)
@@ -303,7 +303,7 @@ class ReanchorGuard:
     def _reanchor(
         self, point: str, names: list[str], check_contract: bool, step_id: str | None
     ) -> list[Conflict]:
-        from .resolvers.resolve import resolve_refs
+        from ..resolvers.resolve import resolve_refs
 
         at = utcnow().isoformat()
         conflicts: list[Conflict] = []
@@ -454,7 +454,7 @@ class ReanchorGuard:
         """Emit ``waymark.plan.needs-review`` once per step and run."""
         if not _in_flow_run():
             return
-        from .review_signal import emit_needs_review
+        from ..review.signal import emit_needs_review
 
         try:
             emit_needs_review(self.plan.plan_id, self.run_id, steps)
@@ -483,7 +483,7 @@ class ReanchorGuard:
             return verdict
         from prefect.runtime import flow_run
 
-        from .review_signal import wait_for_review
+        from ..review.signal import wait_for_review
 
         spec = self.plan.step(step_id)
         try:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .models import GoalContract
-from .plan_spec import BlockRef, PlanSpec
-from .resolvers.base import RefConfig
-from .resolvers.resolve import run_sync
-from .resolvers.validation import parse_ref_config
+from ..models import GoalContract
+from ..plan.spec import BlockRef, PlanSpec
+from ..resolvers.base import RefConfig
+from ..resolvers.resolve import run_sync
+from ..resolvers.validation import parse_ref_config
 
 __all__ = ["load_contract", "load_ref_configs"]
 
@@ -16,7 +16,7 @@ def load_contract(plan: PlanSpec) -> tuple[GoalContract, str] | None:
     if plan.contract is None:
         return None
     if isinstance(plan.contract, BlockRef):
-        from .blocks.goal_contract import GoalContractBlock
+        from ..blocks.goal_contract import GoalContractBlock
 
         block: GoalContractBlock = run_sync(GoalContractBlock.aload(plan.contract.block))
         return block.to_contract(), f"block:{plan.contract.block}"
@@ -26,7 +26,7 @@ def load_contract(plan: PlanSpec) -> tuple[GoalContract, str] | None:
 def load_ref_configs(plan: PlanSpec) -> list[RefConfig]:
     """The typed config of every state ref (a refs block is loaded from Prefect)."""
     if isinstance(plan.state_refs, BlockRef):
-        from .blocks.state_refs import StateRefsBlock
+        from ..blocks.state_refs import StateRefsBlock
 
         name = plan.state_refs.block
         block: StateRefsBlock = run_sync(StateRefsBlock.aload(name))

@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .guards import Verdict
-from .ledger import Ledger
-from .models import GoalContract
+from ..ledger import Ledger
+from ..models import GoalContract
+from .base import Verdict
 
 __all__ = [
     "ACCEPTED_EVENT",
@@ -48,7 +48,7 @@ def load_accepted(ledger: Ledger, plan_id: str) -> AcceptedState:
 
 def contract_record(contract: GoalContract, source: str) -> dict[str, Any]:
     """What the ledger keeps of a contract: identity, version, status and content hash."""
-    from .blocks.goal_contract import contract_hash
+    from ..blocks.goal_contract import contract_hash
 
     return {
         "goal_id": contract.goal_id,

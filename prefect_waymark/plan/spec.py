@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import GoalContract
+from ..models import GoalContract
 
 __all__ = ["ID_PATTERN", "BlockRef", "PlanSpec", "StateRefSpec", "StepSpec"]
 

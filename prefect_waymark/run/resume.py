@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .errors import LedgerError, TransitionError
-from .ledger import Hold, Ledger
-from .ledger.step_state import StepState
-from .plan_spec import PlanSpec
+from ..errors import LedgerError, TransitionError
+from ..ledger import Hold, Ledger
+from ..ledger.step_state import StepState
+from ..plan.spec import PlanSpec
 from .results import ResultAccess
 
 __all__ = ["ResumeReport", "crash_dead_flow_runs", "prepare_resume", "take_over_dead"]

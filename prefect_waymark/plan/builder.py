@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .models import GoalContract
-from .plan_loader import validate_plan_data
-from .plan_spec import PlanSpec
+from ..models import GoalContract
+from .loader import validate_plan_data
+from .spec import PlanSpec
 
 __all__ = ["Plan"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..guards import GuardBase, Verdict
-from ..output_hashes import hash_outputs
+from .base import GuardBase, Verdict
+from .output_hashes import hash_outputs
 
 if TYPE_CHECKING:
     from ..tasks.step_task import StepRuntime

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .ledger.step_state import StepState
-from .plan_spec import PlanSpec
+from ..plan.spec import PlanSpec
+from .step_state import StepState
 
 __all__ = ["PlanView", "StepView", "build_view"]
 

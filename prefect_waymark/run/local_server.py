@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from .errors import WaymarkError
+from ..errors import WaymarkError
 
 __all__ = ["ServerInfo", "ensure_local_server", "find_local_server", "stop_local_server"]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .conflicts import ACCEPTED_EVENT
-from .errors import WaymarkError
-from .ledger import Ledger
-from .models import ProgressEvent
-from .plan_spec import PlanSpec
+from ..errors import WaymarkError
+from ..guards.conflicts import ACCEPTED_EVENT
+from ..ledger import Ledger
+from ..models import ProgressEvent
+from ..plan.spec import PlanSpec
 
 __all__ = [
     "ABORT_EVENT",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .guards import GuardBase, Verdict
+from .base import GuardBase, Verdict
 
 if TYPE_CHECKING:
-    from .tasks.step_task import StepRuntime
+    from ..tasks.step_task import StepRuntime
 
 __all__ = ["ReceiptConsistencyGuard"]
 
