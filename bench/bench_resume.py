@@ -1,8 +1,9 @@
 """Resume benchmark: waymark's overhead on top of Prefect, and what a skipped step costs.
 
-Run: ``.venv/bin/python bench/bench_resume.py [--steps 200] [--completed 1000] [--repeat 5]``
+Run: ``.venv/bin/python bench/bench_resume.py [--steps 200] [--completed 1000] [--repeat 5]
+[--fixed-repeat 11] [--only overhead|resume|fixed]``
 
-Both parts run against one real local Prefect server (``PREFECT_API_URL`` if set, else a
+All parts run against one real local Prefect server (``PREFECT_API_URL`` if set, else a
 ``prefect server start`` in a temporary ``PREFECT_HOME`` started with
 :func:`prefect_waymark.run.local_server.ensure_local_server`), in this one process, in the same run:
 
@@ -18,6 +19,12 @@ Both parts run against one real local Prefect server (``PREFECT_API_URL`` if set
    completed steps, divided by the difference: the cost of one skipped step. Against Prefect's
    own way to skip work: a flow whose tasks all have a persisted result under a fixed cache key
    (each comes back ``Cached``), measured the same way. Goal: <= 1 ms per skipped step.
+3. **Fixed per-run cost.** A 1-step plan run by ``run_plan`` against a plain Prefect flow of one
+   task with a persisted result: what waymark costs per run whatever the plan's size (the plan
+   file, the resume checks, the ledger's reads, marker files, Prefect artifacts). Two waymark
+   sides: a fresh plan each time (its first run: the ledger is created) and the same plan again
+   (after a ``waymark rerun`` of its step, as the CLI records it; not timed). Run alone with
+   ``--only fixed`` (``--fixed-repeat`` runs per side, default 11).
 
 Each figure: median and best of ``--repeat`` runs, interleaved (load from elsewhere hits every
 side alike), each started once the server has digested the previous runs' events. Wall times are
@@ -113,8 +120,9 @@ class Samples:
     """Repeated runs of one thing: wall seconds without the heartbeat join (``net``), as
     measured (``raw``), and CPU seconds of this process."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, ms: bool = False) -> None:
         self.label = label
+        self.ms = ms  # print milliseconds (short runs) instead of seconds
         self.net: list[float] = []
         self.raw: list[float] = []
         self.cpu: list[float] = []
@@ -145,6 +153,13 @@ class Samples:
         return statistics.median(self.cpu)
 
     def line(self) -> str:
+        if self.ms:
+            runs = ", ".join(f"{1000 * v:.0f}" for v in self.net)
+            return (
+                f"   {self.label:<44} net median {1000 * self.median:4.0f} ms, best "
+                f"{1000 * self.best:4.0f} ms (raw median {1000 * self.raw_median:4.0f} ms), "
+                f"CPU {1000 * self.cpu_median:4.0f} ms  [net ms: {runs}]"
+            )
         runs = ", ".join(f"{v:.2f}" for v in self.net)
         return (
             f"   {self.label:<44} net median {self.median:6.2f} s, best {self.best:6.2f} s "
@@ -197,6 +212,20 @@ def _plain_flows(storage: Path) -> tuple[Any, Any]:
         return int(keyed.with_options(cache_key_fn=lambda *_a: fresh_key)(n, value))
 
     return plain_chain, plain_cached
+
+
+def _plain_single(storage: Path) -> Any:
+    from prefect import flow, task
+
+    @task(persist_result=True, result_storage=storage)
+    def noop(prev: int) -> int:
+        return prev + 1
+
+    @flow(name="bench-plain-single", persist_result=False)
+    def plain_single() -> int:
+        return int(noop(0))
+
+    return plain_single
 
 
 # -- part 1 -----------------------------------------------------------------------------------
@@ -307,13 +336,71 @@ def run_resume(root: Path, completed: int, repeat: int, base: int = 10) -> None:
         )
 
 
+# -- part 3 -----------------------------------------------------------------------------------
+def run_fixed(root: Path, repeat: int) -> None:
+    from prefect_waymark.flows import run_plan
+    from prefect_waymark.ledger import SqlLedger, default_ledger_url
+
+    print("\n3. fixed per-run cost: a 1-step plan against a plain flow of 1 persisted task")
+    plain_single = _plain_single(root / "plain-single-results")
+    again_plan = _chain_plan(root / "fixed-again", "bench-fixed-again", 1)
+    again_url = default_ledger_url(again_plan.parent)
+
+    def rerun() -> None:  # `waymark rerun s0000`, as the CLI records it; not timed
+        with SqlLedger(again_url) as led:
+            led.record("bench-fixed-again", "step_rerun_requested", step_id="s0000", branch="main")
+
+    fresh = iter(range(1_000_000))
+
+    def run_fresh() -> None:
+        i = next(fresh)
+        plan = _chain_plan(root / f"fixed-fresh-{i}", f"bench-fixed-fresh-{i}", 1)
+        summary = run_plan(plan=str(plan))
+        assert summary["executed_steps"] == ["s0000"], summary
+
+    def run_again() -> None:
+        summary = run_plan(plan=str(again_plan))
+        assert summary["executed_steps"] == ["s0000"], summary
+
+    plain_single()  # warm-up, not counted
+    run_fresh()
+    run_plan(plan=str(again_plan))
+    plain = Samples("plain Prefect flow, 1 task, persisted result", ms=True)
+    w_fresh = Samples("waymark run_plan, 1 step, fresh plan", ms=True)
+    w_again = Samples("waymark run_plan, 1 step, same plan again", ms=True)
+    for _ in range(repeat):  # interleaved: load from elsewhere hits every side alike
+        _settle()
+        plain.measure(plain_single)
+        _settle()
+        w_fresh.measure(run_fresh)
+        rerun()
+        _settle()
+        w_again.measure(run_again)
+    for samples in (plain, w_fresh, w_again):
+        print(samples.line())
+    for samples in (w_fresh, w_again):
+        print(
+            f"   {samples.label.removeprefix('waymark run_plan, 1 step, ')} / plain: "
+            f"net median {samples.median / plain.median:.2f}x "
+            f"(+{1000 * (samples.median - plain.median):.0f} ms), "
+            f"best {samples.best / plain.best:.2f}x "
+            f"(+{1000 * (samples.best - plain.best):.0f} ms), "
+            f"CPU {samples.cpu_median / plain.cpu_median:.2f}x "
+            f"(+{1000 * (samples.cpu_median - plain.cpu_median):.0f} ms)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="steps of part 1")
     parser.add_argument("--completed", type=int, default=1000, help="completed steps of part 2")
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement")
-    parser.add_argument("--only", choices=["overhead", "resume"], default=None)
+    parser.add_argument("--fixed-repeat", type=int, default=11, help="runs per side of part 3")
+    parser.add_argument("--only", choices=["overhead", "resume", "fixed"], default=None)
     args = parser.parse_args()
+    import prefect_waymark
+
+    print(f"prefect_waymark: {prefect_waymark.__file__}")
     stop = _server()
     _count_heartbeat_joins()
     root = Path(tempfile.mkdtemp(prefix="waymark-bench-resume-"))
@@ -322,6 +409,8 @@ def main() -> None:
             run_overhead(root, args.steps, args.repeat)
         if args.only in (None, "resume"):
             run_resume(root, args.completed, args.repeat)
+        if args.only in (None, "fixed"):
+            run_fixed(root, args.fixed_repeat)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         stop()

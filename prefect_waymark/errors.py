@@ -1,33 +1,59 @@
-"""One error tree for prefect-waymark.
+"""One error tree for prefect-waymark: every error it raises on purpose is defined here.
 
 WaymarkError
 ├── PlanError                 bad plan input (exit code 2); carries every problem found
+├── RefConfigError            a state ref's fields do not fit its kind (also a ValueError)
+├── StateRefsBlockError       a StateRefs block's refs do not fit their kinds (also a ValueError)
+├── ResolverError             a state ref could not be read (unreachable, bad answer)
+│   └── UnknownRefKind        no resolver is registered for the ref's kind
 ├── LedgerError               the ledger cannot be opened or written
+│   ├── LedgerNotFound        there is no ledger there (no file, or no ledger tables)
 │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
 │   ├── BranchBusyError       another run holds the branch's single in_progress slot
-│   └── TransitionError       a status change the progress rules do not allow
+│   ├── TransitionError       a status change the progress rules do not allow
+│   └── ReceiptConflictError  a receipt's row is not in the state its caller holds
 ├── StepError                 a step failed (its command exited non-zero, its callable raised)
-│   └── ForbiddenActionError  a step tried an action the goal contract forbids
-└── NeedsReview               a step must stop for a person (the run records needs_review)
-    └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
+│   ├── ShellStepError        a ``run:`` command exited non-zero; carries the output's tail
+│   ├── ForbiddenActionError  a step tried an action the goal contract forbids
+│   └── PlanRunFailed         a run ended with failed steps; carries the run's summary
+├── NeedsReview               a step must stop for a person (the run records needs_review)
+│   └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
+├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
+└── MarkerFileError           a marker or view file is not waymark's, or is corrupt
+
+Importing this module is cheap (no Prefect, no pydantic): the records some errors carry are
+named for type checkers only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run.summary import RunSummary
 
 __all__ = [
     "BranchBusyError",
     "ForbiddenActionError",
     "LedgerError",
+    "LedgerNotFound",
     "LedgerVersionError",
+    "MarkerFileError",
     "NeedsReview",
     "OutcomeUnknownError",
     "PlanError",
     "PlanProblem",
+    "PlanRunFailed",
+    "ReceiptConflictError",
+    "RefConfigError",
+    "ResolverError",
+    "ReviewError",
+    "ShellStepError",
+    "StateRefsBlockError",
     "StepError",
     "TransitionError",
+    "UnknownRefKind",
     "WaymarkError",
 ]
 
@@ -61,8 +87,52 @@ class PlanError(WaymarkError):
         super().__init__(f"invalid plan ({len(problems)} {noun}):\n{lines}")
 
 
+_Loc = tuple[int | str, ...]
+"""Where a problem is inside a ref: its field path (``("headers", 0)``)."""
+
+
+def _loc_text(loc: _Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<ref>"
+
+
+class RefConfigError(WaymarkError, ValueError):
+    """A ref's fields do not fit its kind; ``problems`` lists (field path, message).
+
+    Also a ``ValueError``: bad input, and what callers caught before the error tree.
+    """
+
+    def __init__(self, problems: list[tuple[_Loc, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{_loc_text(loc)}: {msg}" for loc, msg in problems))
+
+
+class StateRefsBlockError(WaymarkError, ValueError):
+    """A saved StateRefs block's refs do not fit their kinds; names the block and field path.
+
+    Also a ``ValueError``: bad input, and what callers caught before the error tree.
+    """
+
+
+class ResolverError(WaymarkError):
+    """A state ref could not be read (unreachable, no version header, bad answer)."""
+
+
+class UnknownRefKind(ResolverError):
+    """No resolver is registered for this kind."""
+
+
 class LedgerError(WaymarkError):
     """The ledger could not be opened, read or written."""
+
+
+class LedgerNotFound(LedgerError):
+    """There is no ledger at the location: the file does not exist, or it has no ledger tables.
+
+    Read-only commands treat it as "no run recorded yet"; nothing is created.
+    """
 
 
 class LedgerVersionError(LedgerError):
@@ -97,8 +167,20 @@ class TransitionError(LedgerError):
         super().__init__(msg + (f" ({hint})" if hint else ""))
 
 
+class ReceiptConflictError(LedgerError):
+    """The key's row is not in the state the caller holds (another run settled or took it)."""
+
+
 class StepError(WaymarkError):
     """A step's body failed: a non-zero exit code or an exception from its callable."""
+
+
+class ShellStepError(StepError):
+    """A ``run:`` command exited non-zero; carries the output's tail."""
+
+    def __init__(self, message: str, output_tail: str) -> None:
+        super().__init__(message)
+        self.output_tail = output_tail
 
 
 class ForbiddenActionError(StepError):
@@ -115,6 +197,16 @@ class ForbiddenActionError(StepError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.step_id, self.action, self.rule))
+
+
+class PlanRunFailed(StepError):
+    """A step failed in this run; the flow run ends Failed and carries the run's summary."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        self.summary = summary
+        super().__init__(
+            f"plan {summary.plan_id}: step(s) failed: {', '.join(summary.failed_steps)}"
+        )
 
 
 class NeedsReview(WaymarkError):
@@ -138,3 +230,11 @@ class OutcomeUnknownError(NeedsReview):
 
     def __init__(self, reason: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(reason, details)
+
+
+class ReviewError(WaymarkError):
+    """The review decision cannot be applied (no such step, nothing to review)."""
+
+
+class MarkerFileError(WaymarkError):
+    """A marker or view file is not waymark's, or is corrupt; nothing was overwritten."""

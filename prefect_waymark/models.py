@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -12,11 +14,8 @@ __all__ = [
     "ActionReceipt",
     "ContractStatus",
     "GoalContract",
-    "PlanStep",
-    "ProgressEvent",
-    "ProgressState",
-    "StateRef",
     "StepStatus",
+    "contract_hash",
     "utcnow",
 ]
 
@@ -34,6 +33,13 @@ class StepStatus(str, Enum):
     needs_review = "needs_review"
     completed = "completed"
     failed = "failed"
+
+    # Texts, markers and JSON show the bare value (``completed``), never ``StepStatus.completed``.
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return self.value.__format__(spec)
 
 
 ContractStatus = Literal["accepted", "superseded", "revoked"]
@@ -55,14 +61,16 @@ class GoalContract(BaseModel):
     exit_conditions: list[str] = Field(default_factory=list, description="When to stop.")
 
 
-class StateRef(BaseModel):
-    """A pointer at authoritative business state; re-read on resume, never stored as truth."""
+def contract_hash(contract: GoalContract) -> str:
+    """The contract's fingerprint: sha256 of its content, ``version`` and ``status`` left out.
 
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    kind: str
-    version: str | None = Field(default=None, description="Version last accepted, if any.")
+    The one fingerprint of a goal contract: the ledger records it (``accepted_versions``,
+    ``reanchor``) and a re-read compares against it, so editing the content without bumping the
+    version is seen. Its value must never change, or every recorded plan would stop at review.
+    """
+    body: dict[str, Any] = contract.model_dump(exclude={"version", "status"})
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
 class ActionReceipt(BaseModel):
@@ -76,47 +84,3 @@ class ActionReceipt(BaseModel):
     response_hash: str | None = None
     at: datetime = Field(default_factory=utcnow)
     by: str | None = None
-
-
-class PlanStep(BaseModel):
-    """A step of the plan together with its progress."""
-
-    step_id: str
-    title: str = ""
-    owner_id: str | None = None
-    branch: str = "main"
-    milestone: str | None = None
-    depends_on: list[str] = Field(default_factory=list)
-    acceptance: list[str] = Field(default_factory=list)
-    status: StepStatus = StepStatus.pending
-    artifact_refs: list[str] = Field(default_factory=list)
-    action_receipts: list[ActionReceipt] = Field(default_factory=list)
-
-
-class ProgressState(BaseModel):
-    """The active view of a plan, derived from its events."""
-
-    plan_id: str
-    active_milestone: str | None = None
-    current_step: dict[str, str] = Field(
-        default_factory=dict, description="The in_progress step of each branch."
-    )
-    blocked_by: dict[str, list[str]] = Field(default_factory=dict)
-    next_step: str | None = None
-    state_refs: list[StateRef] = Field(default_factory=list)
-    decision_refs: list[str] = Field(default_factory=list)
-    checkpoint_ref: str | None = None
-    resume_cursor: str | None = None
-
-
-class ProgressEvent(BaseModel):
-    """One append-only ledger event."""
-
-    seq: int | None = None
-    plan_id: str
-    kind: str
-    step_id: str | None = None
-    branch: str | None = None
-    run_id: str | None = None
-    at: datetime = Field(default_factory=utcnow)
-    data: dict[str, Any] = Field(default_factory=dict)

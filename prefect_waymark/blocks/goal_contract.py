@@ -8,24 +8,13 @@ person.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from typing import Any
-
 from prefect.blocks.core import Block
 from pydantic import Field, HttpUrl
 
-from ..models import ContractStatus, GoalContract
+from ..models import ContractStatus, GoalContract, contract_hash
 from ._meta import DOCS_URL, LOGO_URL
 
 __all__ = ["GoalContractBlock", "contract_hash"]
-
-
-def contract_hash(contract: GoalContract) -> str:
-    """sha256 of the contract's content (everything except ``version`` and ``status``)."""
-    body: dict[str, Any] = contract.model_dump(exclude={"version", "status"})
-    raw = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
 class GoalContractBlock(Block):

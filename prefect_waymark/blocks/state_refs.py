@@ -8,15 +8,12 @@ from prefect.blocks.core import Block
 from prefect.types import SecretDict
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, SecretStr
 
+from ..errors import StateRefsBlockError
 from ..resolvers.base import RefConfig
 from ..resolvers.validation import RefConfigError, parse_ref_config
 from ._meta import DOCS_URL, LOGO_URL
 
 __all__ = ["StateRefItem", "StateRefsBlock", "StateRefsBlockError"]
-
-
-class StateRefsBlockError(ValueError):
-    """A saved StateRefs block's refs do not fit their kinds; names the block and field path."""
 
 
 class StateRefItem(BaseModel):

@@ -1,10 +1,17 @@
-"""The ``run_plan`` flow: run a plan's remaining steps and record everything in the ledger."""
+"""The ``run_plan`` flow: run a plan's remaining steps and record everything in the ledger.
+
+A run, in order: take the validated plan (the CLI's own, see :func:`~..plan.loader.load_plan`),
+check ``until`` and the marker files once, record ``run_started``, take over dead runs' steps,
+read the step states once, assemble the guards and the review gate, let each guard's run-start
+verdicts through the gate, run the scheduler (:mod:`.plan_loop`), read the states once more and
+hand that view to the summary and the markers.
+"""
 
 from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,36 +19,36 @@ from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
-from ..errors import StepError
-from ..guards.base import build_guards
+from ..errors import PlanRunFailed, WaymarkError
+from ..guards.base import GuardContext, Guards, Verdict
+from ..guards.completed import CompletedStepsGuard
 from ..guards.outputs import OutputsGuard
+from ..guards.reanchor import ReanchorGuard
+from ..guards.receipts import ReceiptConsistencyGuard
 from ..ledger import Ledger, open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
-from ..ledger.progress_view import build_view
+from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.progress_view import PlanView, build_view
+from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers, write_run_markers
 from ..markers.artifacts import ProgressArtifact
-from ..models import ProgressEvent, utcnow
+from ..models import utcnow
 from ..plan.loader import load_plan, validate_plan_data
 from ..plan.spec import PlanSpec
+from ..review.gate import ReviewGate
 from ..run.identity import default_executor
 from ..run.log_filters import install_log_filters
+from ..run.observers import RunObserver
 from ..run.results import ResultAccess, StorageSpec, default_result_storage
 from ..run.resume import prepare_resume
+from ..run.runtime import StepRuntime
 from ..run.summary import RunResult, RunSummary
-from ..tasks.step_task import StepRuntime
 from .plan_loop import PlanLoop
 
-__all__ = ["PlanRunFailed", "run_plan"]
+__all__ = ["REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
 
-
-class PlanRunFailed(StepError):
-    """A step failed in this run; the flow run ends Failed and carries the run's summary."""
-
-    def __init__(self, summary: RunSummary) -> None:
-        self.summary = summary
-        super().__init__(
-            f"plan {summary.plan_id}: step(s) failed: {', '.join(summary.failed_steps)}"
-        )
+#: The default of ``review_wait_seconds`` when the caller gives none (e.g. for `waymark run`).
+REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
 
 
 def _load(plan: str | dict[str, Any] | PlanSpec, workdir: str | None) -> PlanSpec:
@@ -51,6 +58,12 @@ def _load(plan: str | dict[str, Any] | PlanSpec, workdir: str | None) -> PlanSpe
         base = Path(workdir) if workdir else Path.cwd()
         return validate_plan_data(plan, source="<plan parameter>", base_dir=base)
     return load_plan(plan)
+
+
+def check_until(spec: PlanSpec, until: str | None) -> None:
+    """``until`` must name a step of the plan."""
+    if until is not None and until not in {s.id for s in spec.steps}:
+        raise WaymarkError(f"until: plan {spec.plan_id!r} has no step {until!r}")
 
 
 def _next_reason(result: RunResult, loop_stop: str | None, max_steps: int | None) -> str:
@@ -79,7 +92,8 @@ def run_plan(
     lease_seconds: float = 60.0,
     markers_dir: str | None = None,
     publish_artifacts: bool = True,
-    review_wait_seconds: float = 0,
+    review_wait_seconds: float | None = None,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """Run a plan, continuing where the last run stopped.
 
@@ -98,8 +112,12 @@ def run_plan(
             IMPLEMENTATION_LOG.md go (default: the workdir, i.e. beside the plan file unless
             ``workdir`` moves it).
         publish_artifacts: create the marker, step-table and progress Prefect artifacts.
-        review_wait_seconds: on a stop for review, pause this long for an answer in the Prefect
-            UI (accept / rerun / abort; read by the re-anchoring guard); 0 stops at once.
+        review_wait_seconds: on any stop for review (a ref or contract conflict, an edited
+            output, an action whose outcome is unknown, a lost result), pause this long for an
+            answer in the Prefect UI (accept / rerun / abort); 0 stops at once. Default:
+            ``$WAYMARK_REVIEW_WAIT_SECONDS``, else 0.
+        checked: the caller has already checked ``until`` and the marker files (``waymark
+            run`` does, before Prefect starts); the flow does not check them again.
 
     Returns the run summary as a dict; raises :class:`PlanRunFailed` if a step failed.
     """
@@ -107,13 +125,19 @@ def run_plan(
     logger = get_run_logger()
     spec = _load(plan, workdir)
     wd = Path(workdir).resolve() if workdir else (spec.base_dir or Path.cwd()).resolve()
+    if not checked:
+        check_until(spec, until)
+    if review_wait_seconds is None:
+        review_wait_seconds = float(os.environ.get(REVIEW_WAIT_ENV) or 0)
     storage = result_storage or default_result_storage(wd)
     fr_id = flow_run.get_id()
     ledger = open_ledger(resolve_ledger_url(ledger_url, wd))
     try:
         folder = markers_folder(spec, wd, markers_dir)
-        preflight_markers(spec, ledger, folder)  # refuse before anything is recorded
+        if not checked:
+            preflight_markers(spec, ledger, folder)  # refuse before anything is recorded
         history = marker_history(ledger, spec.plan_id)
+        states = ledger.step_states(spec.plan_id)
         run = _Run(
             spec=spec,
             ledger=ledger,
@@ -125,13 +149,13 @@ def run_plan(
             started_at=utcnow().isoformat(),
             started_from=history[-1]["next_start"]["step"]
             if history
-            else build_view(spec, ledger.step_states(spec.plan_id)).next_step,
+            else build_view(spec, states).next_step,
             markers_folder=folder,
             publish_artifacts=publish_artifacts,
         )
         ledger.record(
             spec.plan_id,
-            "run_started",
+            EventKind.run_started,
             run_id=run.run_id,
             flow_run_id=run.flow_run_id,
             executor=run.executor,
@@ -145,11 +169,13 @@ def run_plan(
             until=until,
         )
         try:
-            summary = _run_steps(run, storage, max_steps, until, lease_seconds)
+            summary, states, view = _run_steps(
+                run, storage, states, max_steps, until, lease_seconds, review_wait_seconds
+            )
         except Exception as exc:
             _record_crash(run, exc)
             raise
-        run.finish(summary)
+        run.finish(summary, states, view)
     finally:
         ledger.close()
     logger.info("%s", summary.text())
@@ -188,12 +214,21 @@ class _Run:
             **fields,
         )
 
-    def finish(self, summary: RunSummary) -> None:
-        """The run's last records: the run_finished event, then its marker."""
+    def finish(
+        self,
+        summary: RunSummary,
+        states: dict[str, StepState] | None = None,
+        view: PlanView | None = None,
+    ) -> None:
+        """The run's last records: the run_finished event, then its marker (from the states the
+        run read at its end and their view, if it has them)."""
         data = summary.model_dump()
         self.ledger.append(
             ProgressEvent(
-                plan_id=self.spec.plan_id, kind="run_finished", run_id=self.run_id, data=data
+                plan_id=self.spec.plan_id,
+                kind=EventKind.run_finished,
+                run_id=self.run_id,
+                data=data,
             )
         )
         write_run_markers(
@@ -203,20 +238,25 @@ class _Run:
             self.markers_folder,
             self.logger,
             artifacts=self.publish_artifacts,
+            states=states,
+            view=view,
         )
 
 
 def _record_crash(run: _Run, exc: BaseException) -> None:
     """An unexpected error still leaves a run_finished event and a marker (result: failed)."""
     try:
-        view = build_view(run.spec, run.ledger.step_states(run.spec.plan_id))
+        states = run.ledger.step_states(run.spec.plan_id)
+        view = build_view(run.spec, states)
         run.finish(
             run.summary(
                 "failed",
                 needs_review=view.needs_review,
                 next_start=view.next_step,
                 next_start_reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
-            )
+            ),
+            states,
+            view,
         )
     except Exception as inner:  # noqa: BLE001 - never hide the original error
         run.logger.error("could not record the failed run's marker: %s", inner)
@@ -225,23 +265,46 @@ def _record_crash(run: _Run, exc: BaseException) -> None:
 def _run_steps(
     run: _Run,
     storage: StorageSpec,
+    states: dict[str, StepState],
     max_steps: int | None,
     until: str | None,
     lease_seconds: float,
-) -> RunSummary:
+    review_wait_seconds: float,
+) -> tuple[RunSummary, dict[str, StepState], PlanView]:
+    """Run the steps; return the summary and the step states read at the end, with their view.
+    ``states`` are those read at run start (read again only if dead runs' steps were taken)."""
     spec, ledger, logger = run.spec, run.ledger, run.logger
     results = ResultAccess(storage)
-    report = prepare_resume(ledger, spec, results, run.run_id)
+    report = prepare_resume(ledger, spec, run.run_id)
     for sid in report.interrupted:
         logger.warning("step %s was left in_progress by a dead run: running it again", sid)
-    for sid in report.new_reviews:
-        logger.warning("step %s needs review", sid)
-    runtime = StepRuntime(spec, run.workdir, ledger, run.run_id)
-    runtime.executor = run.executor
-    runtime.guards = build_guards(runtime)
-    runtime.guards.append(OutputsGuard())
-    if run.publish_artifacts:
-        runtime.guards.append(ProgressArtifact())
+    if report.interrupted:
+        states = ledger.step_states(spec.plan_id)
+    # The guards of a run, in the order they are asked: completed steps' definitions and
+    # results first, then re-anchoring (a contract or state conflict stops a step before the
+    # remaining checks), receipts against the ledger, edited outputs.
+    reanchor = ReanchorGuard(spec, ledger, run.workdir, run.run_id)
+    guards = Guards(
+        [
+            CompletedStepsGuard(results),
+            reanchor,
+            ReceiptConsistencyGuard(),
+            OutputsGuard(),
+        ]
+    )
+    gate = ReviewGate(spec, ledger, run.run_id, logger, wait_seconds=review_wait_seconds)
+    gate.on_answer.append(reanchor.reload_accepted)
+    observers: list[RunObserver] = [ProgressArtifact()] if run.publish_artifacts else []
+    runtime = StepRuntime(
+        spec,
+        run.workdir,
+        ledger,
+        run.run_id,
+        guards=guards,
+        gate=gate,
+        executor=run.executor,
+        forbidden=lambda: reanchor.forbidden,
+    )
     loop = PlanLoop(
         runtime,
         storage,
@@ -250,13 +313,27 @@ def _run_steps(
         max_steps=max_steps,
         until=until,
         lease_seconds=lease_seconds,
-        guards=runtime.guards,
+        observers=observers,
     )
-    for guard in runtime.guards:
-        for sid, verdict in guard.on_run_start(runtime):
-            loop.record_verdict(sid, verdict)
+    ctx = GuardContext(
+        plan=spec,
+        ledger=ledger,
+        workdir=run.workdir,
+        run_id=run.run_id,
+        states=states,
+        aborted=gate.check_abort(),
+    )
+    ctx = guards.on_run_start(ctx, lambda sid, v: _stop_at_start(loop, sid, v))
+    if gate.aborted is not None:
+        logger.error("%s", gate.abort_message())
+        ctx = _stop_aborted(loop, gate, ctx)
+    gate.announce_open(ctx.view.needs_review)
+    runtime.context = ctx
+    for observer in observers:
+        observer.run_started(ctx)
     outcome = loop.run()
-    view = build_view(spec, ledger.step_states(spec.plan_id))
+    states = ledger.step_states(spec.plan_id)
+    view = build_view(spec, states)
     result: RunResult
     if view.needs_review:
         result = "needs_review"
@@ -266,7 +343,7 @@ def _run_steps(
         result = "completed"
     else:
         result = "stopped"
-    return run.summary(
+    summary = run.summary(
         result,
         executed_steps=outcome.executed,
         cached_steps=outcome.cached,
@@ -279,3 +356,22 @@ def _run_steps(
         else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
         next_start_reason=_next_reason(result, outcome.stopped_by, max_steps),
     )
+    return summary, states, view
+
+
+def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:
+    """A guard's run-start verdict through the gate; True if it recorded a stop."""
+    return loop.stop(step_id, verdict) != "moved"
+
+
+def _stop_aborted(loop: PlanLoop, gate: ReviewGate, ctx: GuardContext) -> GuardContext:
+    """An aborted plan does not run: its next step (unless one already waits) stops for review."""
+    view = ctx.view
+    reviewing = [str(item["step"]) for item in view.needs_review]
+    target = reviewing[0] if reviewing else view.next_step
+    verdict = gate.abort_verdict()
+    if target is None or target in reviewing or verdict is None:
+        return ctx
+    if loop.stop(target, verdict) == "moved":
+        return ctx
+    return replace(ctx, states=ctx.ledger.step_states(ctx.plan.plan_id))

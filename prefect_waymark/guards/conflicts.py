@@ -13,11 +13,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..ledger import Ledger
-from ..models import GoalContract
+from ..ledger.events import EventKind
+from ..models import GoalContract, contract_hash
 from .base import Verdict
 
 __all__ = [
-    "ACCEPTED_EVENT",
     "AcceptedState",
     "Conflict",
     "compare_contract",
@@ -25,8 +25,6 @@ __all__ = [
     "load_accepted",
     "verdict_for",
 ]
-
-ACCEPTED_EVENT = "accepted_versions"
 
 
 class AcceptedState(BaseModel):
@@ -39,7 +37,7 @@ class AcceptedState(BaseModel):
 def load_accepted(ledger: Ledger, plan_id: str) -> AcceptedState:
     """Fold every ``accepted_versions`` event of the plan, oldest first."""
     state = AcceptedState()
-    for event in ledger.events(plan_id, kinds=[ACCEPTED_EVENT]):
+    for event in ledger.events(plan_id, kinds=[EventKind.accepted_versions]):
         state.refs.update({str(k): str(v) for k, v in (event.data.get("refs") or {}).items()})
         if event.data.get("contract"):
             state.contract = dict(event.data["contract"])
@@ -48,8 +46,6 @@ def load_accepted(ledger: Ledger, plan_id: str) -> AcceptedState:
 
 def contract_record(contract: GoalContract, source: str) -> dict[str, Any]:
     """What the ledger keeps of a contract: identity, version, status and content hash."""
-    from ..blocks.goal_contract import contract_hash
-
     return {
         "goal_id": contract.goal_id,
         "version": contract.version,

@@ -3,13 +3,8 @@ would overwrite the edit. Outputs the plan declares in ``mutable_outputs`` may c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .base import GuardBase, Verdict
+from .base import GuardBase, GuardContext, Verdict
 from .output_hashes import hash_outputs
-
-if TYPE_CHECKING:
-    from ..tasks.step_task import StepRuntime
 
 __all__ = ["OutputsGuard"]
 
@@ -17,15 +12,15 @@ __all__ = ["OutputsGuard"]
 class OutputsGuard(GuardBase):
     """Compares each completed step's declared outputs with the hashes recorded at completion."""
 
-    def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
+    def on_run_start(self, ctx: GuardContext) -> list[tuple[str, Verdict]]:
         verdicts: list[tuple[str, Verdict]] = []
-        states = runtime.ledger.step_states(runtime.plan.plan_id)
-        for step in runtime.plan.steps:
+        states = ctx.states
+        for step in ctx.plan.steps:
             st = states.get(step.id)
             if st is None or st.status != "completed" or not st.outputs:
                 continue
             watched = [p for p in st.outputs if p not in step.mutable_outputs]
-            current = hash_outputs(runtime.workdir, watched)
+            current = hash_outputs(ctx.workdir, watched)
             changed = {p: h for p, h in current.items() if h != st.outputs[p]}
             if changed:
                 names = ", ".join(sorted(changed))

@@ -8,12 +8,7 @@ needs_review with both sides named.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .base import GuardBase, Verdict
-
-if TYPE_CHECKING:
-    from ..tasks.step_task import StepRuntime
+from .base import GuardBase, GuardContext, Verdict
 
 __all__ = ["ReceiptConsistencyGuard"]
 
@@ -21,12 +16,12 @@ __all__ = ["ReceiptConsistencyGuard"]
 class ReceiptConsistencyGuard(GuardBase):
     """Checks at run start that every completed ``action:`` step has its applied receipt."""
 
-    def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
-        action_steps = [s for s in runtime.plan.steps if s.action]
+    def on_run_start(self, ctx: GuardContext) -> list[tuple[str, Verdict]]:
+        action_steps = [s for s in ctx.plan.steps if s.action]
         if not action_steps:
             return []
-        states = runtime.ledger.step_states(runtime.plan.plan_id)
-        receipts = runtime.ledger.receipts(runtime.plan.plan_id)
+        states = ctx.states
+        receipts = ctx.ledger.receipts(ctx.plan.plan_id)
         verdicts: list[tuple[str, Verdict]] = []
         for step in action_steps:
             st = states.get(step.id)

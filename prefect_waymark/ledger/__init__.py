@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .base import SCHEMA_VERSION, Hold, Ledger, LedgerReader
+from .base import Hold, Ledger, LedgerReader
+from .events import EventKind, ProgressEvent
+from .schema import SCHEMA_VERSION
 from .step_state import StepState
 
 if TYPE_CHECKING:
@@ -19,9 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "EventKind",
     "Hold",
     "Ledger",
     "LedgerReader",
+    "ProgressEvent",
     "SqlLedger",
     "StepState",
     "default_ledger_url",

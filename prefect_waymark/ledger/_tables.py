@@ -1,10 +1,16 @@
-"""Storage tables of the ledger. Private: not imported by the package ``__init__`` so these
-tables never land in a user's ``SQLModel.metadata``."""
+"""Storage tables of the ledger as SQLModel tables. Private: not imported by the package
+``__init__`` so these tables never land in a user's ``SQLModel.metadata``.
+
+Names and column order come from :mod:`.schema`, the one definition the stdlib reader uses too;
+loading this module checks that every table here has exactly the columns it lists there.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy import Column, Index, MetaData, Text
 from sqlmodel import Field, SQLModel
+
+from .schema import EVENTS, HOLDS, META, RECEIPTS, STEPS, TableDef
 
 # A metadata of our own keeps the tables out of the user's SQLModel.metadata.
 metadata = MetaData()
@@ -15,7 +21,7 @@ class _Base(SQLModel):
 
 
 class MetaRow(_Base, table=True):
-    __tablename__ = "waymark_meta"
+    __tablename__ = META.name
 
     key: str = Field(primary_key=True, max_length=64)
     value: str = Field(max_length=256)
@@ -24,7 +30,7 @@ class MetaRow(_Base, table=True):
 class EventRow(_Base, table=True):
     """One append-only progress event. Never updated, never deleted."""
 
-    __tablename__ = "waymark_events"
+    __tablename__ = EVENTS.name
     __table_args__ = (
         Index("ix_waymark_events_plan_seq", "plan_id", "seq"),
         Index("ix_waymark_events_plan_step_seq", "plan_id", "step_id", "seq"),
@@ -43,7 +49,7 @@ class EventRow(_Base, table=True):
 class StepRow(_Base, table=True):
     """Projection of the events: the active view of one step. Rebuildable from events."""
 
-    __tablename__ = "waymark_steps"
+    __tablename__ = STEPS.name
 
     plan_id: str = Field(primary_key=True, max_length=200)
     step_id: str = Field(primary_key=True, max_length=200)
@@ -54,7 +60,7 @@ class StepRow(_Base, table=True):
 class HoldRow(_Base, table=True):
     """The single in_progress slot of a (plan, branch). The primary key is the guarantee."""
 
-    __tablename__ = "waymark_holds"
+    __tablename__ = HOLDS.name
 
     plan_id: str = Field(primary_key=True, max_length=200)
     branch: str = Field(primary_key=True, max_length=200)
@@ -69,7 +75,7 @@ class HoldRow(_Base, table=True):
 class ReceiptRow(_Base, table=True):
     """Receipts of irreversible actions; the unique key is what makes an action happen once."""
 
-    __tablename__ = "waymark_receipts"
+    __tablename__ = RECEIPTS.name
 
     key: str = Field(primary_key=True, max_length=400)
     plan_id: str = Field(max_length=200)
@@ -78,3 +84,19 @@ class ReceiptRow(_Base, table=True):
     state: str = Field(max_length=16)  # intent | applied
     run_id: str = Field(max_length=64)
     data: str = Field(sa_column=Column(Text, nullable=False))
+
+
+def _check(row: type[_Base], table: TableDef) -> None:
+    columns = tuple(row.__table__.columns.keys())  # type: ignore[attr-defined]
+    if (row.__tablename__, columns) != (table.name, table.columns):
+        raise RuntimeError(f"{row.__name__} does not match the schema of {table.name}: {columns}")
+
+
+for _row, _table in (
+    (MetaRow, META),
+    (EventRow, EVENTS),
+    (StepRow, STEPS),
+    (HoldRow, HOLDS),
+    (ReceiptRow, RECEIPTS),
+):
+    _check(_row, _table)

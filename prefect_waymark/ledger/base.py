@@ -5,39 +5,33 @@ from __future__ import annotations
 import os
 import socket
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Protocol
 
-from ..errors import LedgerVersionError
-from ..models import ProgressEvent
+from ..errors import LedgerError
+from .events import EventKind, ProgressEvent
+from .receipt_records import ReceiptStore
 from .step_state import StepState
 
-if TYPE_CHECKING:
-    from .receipts import ActionClaim, ReceiptRecord
-
 __all__ = [
-    "SCHEMA_VERSION",
     "Hold",
     "Ledger",
     "LedgerReader",
-    "check_schema_version",
+    "event_kind",
     "pid_alive",
     "this_host",
 ]
 
-SCHEMA_VERSION = 1
 
-
-def check_schema_version(found: int, where: str) -> None:
-    """Refuse a ledger whose schema was written by a newer prefect-waymark."""
-    if found > SCHEMA_VERSION:
-        raise LedgerVersionError(
-            f"the ledger {where} has schema version {found}, written by a newer "
-            f"prefect-waymark; this version reads up to {SCHEMA_VERSION}: "
-            "upgrade prefect-waymark"
-        )
+def event_kind(kind: EventKind | str) -> EventKind:
+    """``kind`` as an :class:`EventKind`; an unknown kind is a :class:`LedgerError`."""
+    try:
+        return EventKind(kind)
+    except ValueError:
+        known = ", ".join(k.value for k in EventKind)
+        raise LedgerError(f"unknown event kind {kind!r}; the known kinds are: {known}") from None
 
 
 def this_host() -> str:
@@ -80,13 +74,23 @@ class Hold:
 
 
 class LedgerReader(Protocol):
-    """What read-only commands (``waymark status``) need; every :class:`Ledger` is one."""
+    """What read-only commands (``waymark status``) need; every :class:`Ledger` is one, and so is
+    the stdlib reader of a SQLite file (:class:`~prefect_waymark.ledger.sqlite_reader.SqliteReader`).
+    """
 
     url: str
 
+    def events(
+        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
+    ) -> list[ProgressEvent]: ...
+
+    def last_event(
+        self, plan_id: str, kinds: Iterable[EventKind | str]
+    ) -> ProgressEvent | None: ...
+
     def step_states(self, plan_id: str) -> dict[str, StepState]: ...
 
-    def last_event(self, plan_id: str, kinds: Iterable[str]) -> ProgressEvent | None: ...
+    def holds(self, plan_id: str) -> list[Hold]: ...
 
     def close(self) -> None: ...
 
@@ -95,11 +99,12 @@ class LedgerReader(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
-class Ledger(ABC):
+class Ledger(ReceiptStore):
     """Append-only progress events for plans; one implementation per storage back-end.
 
     Every write is one transaction that appends an event and updates the step's projection;
     events are never updated or deleted, and :meth:`rebuild` folds them again from scratch.
+    The receipts of irreversible actions are :class:`ReceiptStore`'s part of the interface.
     """
 
     url: str
@@ -108,6 +113,8 @@ class Ledger(ABC):
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
         """Append one event; step events are checked against the step's status first.
 
+        The kind is checked with :func:`event_kind` and stored as its plain name.
+
         ``step_started`` also takes the branch's in_progress slot (raises
         :class:`~prefect_waymark.errors.BranchBusyError` if another step holds it); completing,
         failing or interrupting a step releases it.
@@ -115,12 +122,12 @@ class Ledger(ABC):
 
     @abstractmethod
     def events(
-        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[str] | None = None
+        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
     ) -> list[ProgressEvent]:
         """Events of a plan in append order."""
 
     @abstractmethod
-    def last_event(self, plan_id: str, kinds: Iterable[str]) -> ProgressEvent | None:
+    def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
         """The newest event of one of ``kinds``."""
 
     @abstractmethod
@@ -143,53 +150,10 @@ class Ledger(ABC):
     def close(self) -> None:
         """Release connections."""
 
-    # -- irreversible actions: one row per idempotency key (see ledger/receipts.py) ------
-    @abstractmethod
-    def claim_action(
-        self,
-        *,
-        plan_id: str,
-        step_id: str,
-        action: str,
-        key: str,
-        run_id: str,
-        by: str | None = None,
-        branch: str | None = None,
-        replace_token: str | None = None,
-    ) -> ActionClaim:
-        """Write the intent for ``key`` before the side effect, unless the key is taken."""
-
-    @abstractmethod
-    def settle_action(
-        self,
-        key: str,
-        *,
-        outcome: Literal["applied", "not_applied"],
-        token: str | None,
-        by: str | None = None,
-        external_id: str | None = None,
-        response_hash: str | None = None,
-        result: Any = None,
-        source: str = "run",
-        note: str | None = None,
-        branch: str | None = None,
-        step: tuple[str, str, str] | None = None,
-        run_id: str | None = None,
-    ) -> ReceiptRecord:
-        """Commit the receipt of the intent ``token`` holds, or record it was not applied."""
-
-    @abstractmethod
-    def receipt(self, key: str) -> ReceiptRecord | None:
-        """The intent or receipt recorded for ``key``."""
-
-    @abstractmethod
-    def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
-        """The plan's intents and receipts (for markers, status and review)."""
-
     def record(
         self,
         plan_id: str,
-        kind: str,
+        kind: EventKind | str,
         *,
         step_id: str | None = None,
         branch: str | None = None,
@@ -197,9 +161,14 @@ class Ledger(ABC):
         lease_seconds: float = 60.0,
         **data: Any,
     ) -> ProgressEvent:
-        """Shorthand for :meth:`append`."""
+        """Shorthand for :meth:`append`; an unknown ``kind`` is a :class:`LedgerError`."""
         event = ProgressEvent(
-            plan_id=plan_id, kind=kind, step_id=step_id, branch=branch, run_id=run_id, data=data
+            plan_id=plan_id,
+            kind=event_kind(kind),
+            step_id=step_id,
+            branch=branch,
+            run_id=run_id,
+            data=data,
         )
         return self.append(event, lease_seconds=lease_seconds)
 

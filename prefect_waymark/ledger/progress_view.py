@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..models import StepStatus
 from ..plan.spec import PlanSpec
 from .step_state import StepState
 
@@ -16,7 +17,7 @@ __all__ = ["PlanView", "StepView", "build_view"]
 class StepView(BaseModel):
     id: str
     title: str
-    status: str
+    status: StepStatus
     owner: str | None
     branch: str
     milestone: str | None
@@ -58,13 +59,13 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
     for sid in order:
         spec = by_id[sid]
         st = states.get(sid)
-        status = st.status if st else "pending"
+        status = st.status if st else StepStatus.pending
         changed = bool(st and status == "completed" and st.def_hash and st.def_hash != hashes[sid])
         blockers = [
             d for d in spec.depends_on if views[d].status in ("failed", "needs_review", "blocked")
         ]
-        if status == "pending" and blockers:
-            status = "blocked"
+        if status == StepStatus.pending and blockers:
+            status = StepStatus.blocked
         # Trusted values from a validated plan and ledger: skip validation (7 views of a
         # 1,000-step plan per run cost ~0.13 s of validation otherwise).
         views[sid] = StepView.model_construct(

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +13,26 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
-from ..errors import BranchBusyError, LedgerError
-from ..models import ProgressEvent
+from ..errors import BranchBusyError, LedgerError, LedgerNotFound
 from . import _tables as t
-from .base import SCHEMA_VERSION, Hold, Ledger, check_schema_version, this_host
+from .base import Hold, Ledger, event_kind, this_host
+from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .receipts import SqlReceipts
-from .step_state import STEP_EVENT_KINDS, StepState, apply_event, check_transition
+from .schema import (
+    EVENTS,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    STEPS,
+    check_schema_version,
+    event_from_row,
+    event_values,
+    kind_names,
+    states_by_step,
+)
+from .step_state import StepState, apply_event, check_transition
 
 __all__ = ["SqlLedger"]
 
-_RELEASES = frozenset({"step_completed", "step_failed", "step_interrupted"})
 _ev = t.EventRow.__table__  # type: ignore[attr-defined]
 _steps = t.StepRow.__table__  # type: ignore[attr-defined]
 _holds = t.HoldRow.__table__  # type: ignore[attr-defined]
@@ -32,21 +40,22 @@ _meta = t.MetaRow.__table__  # type: ignore[attr-defined]
 
 # Events are append-only in the database too: triggers refuse UPDATE, DELETE (and TRUNCATE),
 # created together with the events table.
-_APPEND_ONLY = "waymark_events is append-only: events are never updated or deleted"
+_E = EVENTS.name
+_APPEND_ONLY = f"{_E} is append-only: events are never updated or deleted"
 _TRIGGERS = {
     "sqlite": [
-        "CREATE TRIGGER waymark_events_no_update BEFORE UPDATE ON waymark_events "
+        f"CREATE TRIGGER {_E}_no_update BEFORE UPDATE ON {_E} "
         f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
-        "CREATE TRIGGER waymark_events_no_delete BEFORE DELETE ON waymark_events "
+        f"CREATE TRIGGER {_E}_no_delete BEFORE DELETE ON {_E} "
         f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
     ],
     "postgresql": [
-        "CREATE OR REPLACE FUNCTION waymark_events_append_only() RETURNS trigger "
+        f"CREATE OR REPLACE FUNCTION {_E}_append_only() RETURNS trigger "
         f"LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$",
-        "CREATE TRIGGER waymark_events_no_change BEFORE UPDATE OR DELETE ON waymark_events "
-        "FOR EACH ROW EXECUTE FUNCTION waymark_events_append_only()",
-        "CREATE TRIGGER waymark_events_no_truncate BEFORE TRUNCATE ON waymark_events "
-        "FOR EACH STATEMENT EXECUTE FUNCTION waymark_events_append_only()",
+        f"CREATE TRIGGER {_E}_no_change BEFORE UPDATE OR DELETE ON {_E} "
+        f"FOR EACH ROW EXECUTE FUNCTION {_E}_append_only()",
+        f"CREATE TRIGGER {_E}_no_truncate BEFORE TRUNCATE ON {_E} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {_E}_append_only()",
     ],
 }
 
@@ -117,19 +126,6 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
-def _row_event(row: Any) -> ProgressEvent:
-    return ProgressEvent(
-        seq=row.seq,
-        plan_id=row.plan_id,
-        step_id=row.step_id,
-        branch=row.branch,
-        kind=row.kind,
-        run_id=row.run_id,
-        at=datetime.fromisoformat(row.at),
-        data=json.loads(row.data),
-    )
-
-
 class SqlLedger(SqlReceipts, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
@@ -151,7 +147,7 @@ class SqlLedger(SqlReceipts, Ledger):
                     if path.parent.exists() and not os.access(path.parent, os.W_OK):
                         raise LedgerError(f"cannot write the ledger at {path}: folder not writable")
                 elif not path.exists():
-                    raise LedgerError(f"no ledger at {path}")
+                    raise LedgerNotFound(f"no ledger at {path}")
             self._engine = _sqlite_engine(url)
         else:
             from sqlalchemy import create_engine
@@ -171,15 +167,16 @@ class SqlLedger(SqlReceipts, Ledger):
     def _prepare(self, create: bool) -> None:
         if create:
             t.metadata.create_all(self._engine)
-        elif not inspect(self._engine).has_table("waymark_meta"):
-            raise LedgerError(f"no ledger tables in {self._safe_url()}")
+        elif not inspect(self._engine).has_table(_meta.name):
+            raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
         with self._engine.begin() as conn:
-            row = conn.execute(select(_meta.c.value).where(_meta.c.key == "schema_version")).first()
+            version = select(_meta.c.value).where(_meta.c.key == SCHEMA_VERSION_KEY)
+            row = conn.execute(version).first()
             if row is None:
                 if create:
                     try:
                         conn.execute(
-                            insert(_meta).values(key="schema_version", value=str(SCHEMA_VERSION))
+                            insert(_meta).values(key=SCHEMA_VERSION_KEY, value=str(SCHEMA_VERSION))
                         )
                     except IntegrityError:
                         pass
@@ -189,6 +186,9 @@ class SqlLedger(SqlReceipts, Ledger):
 
     # -- writes --------------------------------------------------------------------------
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
+        kind = event_kind(event.kind)
+        if kind is not event.kind:  # built without validation (model_construct)
+            event = event.model_copy(update={"kind": kind})
         try:
             with self._engine.begin() as conn:
                 return self._append(conn, event, lease_seconds)
@@ -201,7 +201,7 @@ class SqlLedger(SqlReceipts, Ledger):
         if ev.kind in STEP_EVENT_KINDS:
             if ev.step_id is None:
                 raise LedgerError(f"a {ev.kind} event needs a step_id")
-            if ev.kind == "step_started":
+            if ev.kind == EventKind.step_started:
                 self._take_hold(conn, ev, lease_seconds)
             row = conn.execute(_STEP_STATE, key).first()
             if row is None:
@@ -213,22 +213,13 @@ class SqlLedger(SqlReceipts, Ledger):
                 row = None if claimed else conn.execute(_STEP_STATE, key).first()
             state = StepState.model_validate_json(row.state) if row and row.state else None
             check_transition(state, ev)
-            if ev.kind in _RELEASES or (
-                ev.kind == "step_needs_review"
+            if ev.kind in RELEASE_EVENT_KINDS or (
+                ev.kind == EventKind.step_needs_review
                 and state is not None
                 and state.status == "in_progress"
             ):
                 self._release_hold(conn, ev, state)
-        values = {
-            "plan_id": ev.plan_id,
-            "step_id": ev.step_id,
-            "branch": ev.branch,
-            "kind": ev.kind,
-            "run_id": ev.run_id,
-            "at": ev.at.isoformat(),
-            "data": json.dumps(ev.data, default=str, sort_keys=True),
-        }
-        seq = conn.execute(_INSERT_EVENT, values).scalar_one()
+        seq = conn.execute(_INSERT_EVENT, event_values(ev)).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
         if ev.kind in STEP_EVENT_KINDS:
             blob = apply_event(state, stored).model_dump_json()
@@ -268,7 +259,7 @@ class SqlLedger(SqlReceipts, Ledger):
 
     def _release_hold(self, conn: Connection, ev: ProgressEvent, state: StepState | None) -> None:
         branch = ev.branch or (state.branch if state else None) or "main"
-        owner = ev.data.get("dead_run") if ev.kind == "step_interrupted" else ev.run_id
+        owner = ev.data.get("dead_run") if ev.kind == EventKind.step_interrupted else ev.run_id
         deleted = conn.execute(
             _RELEASE_HOLD,
             {"p_plan": ev.plan_id, "p_branch": branch, "p_step": ev.step_id, "p_run": owner or ""},
@@ -306,9 +297,11 @@ class SqlLedger(SqlReceipts, Ledger):
         # BEGIN IMMEDIATE write lock; PostgreSQL: a lock on the projection table).
         with self._engine.begin() as conn:
             if conn.dialect.name == "postgresql":
-                conn.exec_driver_sql("LOCK TABLE waymark_steps IN SHARE ROW EXCLUSIVE MODE")
-            q = select(_ev).where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(STEP_EVENT_KINDS))
-            states, last = self._fold([_row_event(r) for r in conn.execute(q.order_by(_ev.c.seq))])
+                conn.exec_driver_sql(f"LOCK TABLE {STEPS.name} IN SHARE ROW EXCLUSIVE MODE")
+            q = select(_ev).where(
+                _ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(STEP_EVENT_KINDS))
+            )
+            states, last = self._fold([event_from_row(r) for r in conn.execute(q.order_by(_ev.c.seq))])
             conn.execute(delete(_steps).where(_steps.c.plan_id == plan_id))
             for step_id, st in states.items():
                 conn.execute(
@@ -323,24 +316,24 @@ class SqlLedger(SqlReceipts, Ledger):
 
     # -- reads ---------------------------------------------------------------------------
     def events(
-        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[str] | None = None
+        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
     ) -> list[ProgressEvent]:
         q = select(_ev).where(_ev.c.plan_id == plan_id, _ev.c.seq > after_seq)
         if kinds is not None:
-            q = q.where(_ev.c.kind.in_(list(kinds)))
+            q = q.where(_ev.c.kind.in_(kind_names(kinds)))
         with self._engine.connect() as conn:
-            return [_row_event(r) for r in conn.execute(q.order_by(_ev.c.seq))]
+            return [event_from_row(r) for r in conn.execute(q.order_by(_ev.c.seq))]
 
-    def last_event(self, plan_id: str, kinds: Iterable[str]) -> ProgressEvent | None:
+    def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
         q = (
             select(_ev)
-            .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(list(kinds)))
+            .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(kinds)))
             .order_by(_ev.c.seq.desc())
             .limit(1)
         )
         with self._engine.connect() as conn:
             row = conn.execute(q).first()
-        return _row_event(row) if row is not None else None
+        return event_from_row(row) if row is not None else None
 
     def count_events(self, plan_id: str) -> int:
         with self._engine.connect() as conn:
@@ -353,16 +346,12 @@ class SqlLedger(SqlReceipts, Ledger):
     def step_states(self, plan_id: str) -> dict[str, StepState]:
         with self._engine.connect() as conn:
             rows = conn.execute(select(_steps.c.state).where(_steps.c.plan_id == plan_id))
-            states = [StepState.model_validate_json(r.state) for r in rows]
-        return {s.step_id: s for s in states}
+            return states_by_step(r.state for r in rows)
 
     def holds(self, plan_id: str) -> list[Hold]:
         with self._engine.connect() as conn:
             rows = conn.execute(select(_holds).where(_holds.c.plan_id == plan_id)).all()
-        return [
-            Hold(r.plan_id, r.branch, r.step_id, r.run_id, r.host, r.pid, r.since, r.lease_until)
-            for r in rows
-        ]
+        return [Hold(*r) for r in rows]  # HOLDS's columns are Hold's fields, in order
 
     def close(self) -> None:
         self._engine.dispose()

@@ -8,47 +8,30 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..errors import TransitionError
-from ..models import ProgressEvent
+from ..models import StepStatus
+from .events import ACTION_EVENT_KINDS, EventKind, ProgressEvent
 
-__all__ = ["STEP_EVENT_KINDS", "StepState", "apply_event", "check_transition"]
-
-STEP_EVENT_KINDS = frozenset(
-    {
-        "step_started",
-        "step_attempt_failed",
-        "step_completed",
-        "step_failed",
-        "step_interrupted",
-        "step_needs_review",
-        "step_rerun_requested",
-        "step_review_accepted",
-        "step_refused",
-        # Irreversible actions (ledger/receipts.py): intents and receipts, at any status.
-        "action_intent",
-        "action_applied",
-        "action_not_applied",
-    }
-)
+__all__ = ["StepState", "apply_event", "check_transition"]
 
 # Which statuses each event may follow. ``None`` means any status.
-_ALLOWED_FROM: dict[str, frozenset[str] | None] = {
-    "step_started": frozenset({"pending", "failed"}),
-    "step_attempt_failed": frozenset({"in_progress"}),
-    "step_completed": frozenset({"in_progress"}),
-    "step_failed": frozenset({"in_progress"}),
-    "step_interrupted": frozenset({"in_progress"}),
-    "step_needs_review": frozenset({"pending", "failed", "completed", "in_progress"}),
-    "step_rerun_requested": frozenset({"failed", "completed", "needs_review"}),
-    "step_review_accepted": frozenset({"needs_review"}),
-    "step_refused": frozenset({"pending", "failed"}),
-    "action_intent": None,
-    "action_applied": None,
-    "action_not_applied": None,
+_ALLOWED_FROM: dict[EventKind, frozenset[str] | None] = {
+    EventKind.step_started: frozenset({"pending", "failed"}),
+    EventKind.step_attempt_failed: frozenset({"in_progress"}),
+    EventKind.step_completed: frozenset({"in_progress"}),
+    EventKind.step_failed: frozenset({"in_progress"}),
+    EventKind.step_interrupted: frozenset({"in_progress"}),
+    EventKind.step_needs_review: frozenset({"pending", "failed", "completed", "in_progress"}),
+    EventKind.step_rerun_requested: frozenset({"failed", "completed", "needs_review"}),
+    EventKind.step_review_accepted: frozenset({"needs_review"}),
+    EventKind.step_refused: frozenset({"pending", "failed"}),
+    EventKind.action_intent: None,
+    EventKind.action_applied: None,
+    EventKind.action_not_applied: None,
 }
 
 _HINTS = {
-    "step_started": "a completed step runs again only after an explicit `waymark rerun`",
-    "step_rerun_requested": "only a failed, completed or needs_review step can be re-run; "
+    EventKind.step_started: "a completed step runs again only after an explicit `waymark rerun`",
+    EventKind.step_rerun_requested: "only a failed, completed or needs_review step can be re-run; "
     "a pending step simply runs on the next `waymark run`",
 }
 
@@ -58,7 +41,7 @@ class StepState(BaseModel):
 
     step_id: str
     branch: str | None = None
-    status: str = "pending"
+    status: StepStatus = StepStatus.pending
     last_event: str | None = None
     last_at: str | None = None
     run_id: str | None = None
@@ -78,13 +61,13 @@ class StepState(BaseModel):
     open_actions: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Actions whose intent has no receipt yet, by key."
     )
-    status_before_review: str | None = None
+    status_before_review: StepStatus | None = None
 
 
 def check_transition(state: StepState | None, event: ProgressEvent) -> None:
     """Raise :class:`TransitionError` if ``event`` may not follow the step's current status."""
     allowed = _ALLOWED_FROM.get(event.kind)
-    current = state.status if state is not None else "pending"
+    current = state.status if state is not None else StepStatus.pending
     if allowed is not None and current not in allowed:
         wanted = event.kind.removeprefix("step_")
         raise TransitionError(
@@ -106,13 +89,13 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
             }
         )
     d = event.data
-    s.last_event = event.kind
+    s.last_event = event.kind.value
     s.last_at = event.at.isoformat()
     if event.branch is not None:
         s.branch = event.branch
     kind = event.kind
-    if kind == "step_started":
-        s.status = "in_progress"
+    if kind == EventKind.step_started:
+        s.status = StepStatus.in_progress
         s.run_id = event.run_id
         s.attempts = 0
         s.error = None
@@ -120,12 +103,12 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.review_data = {}
         s.def_hash = d.get("def_hash", s.def_hash)
         s.result_key = d.get("result_key", s.result_key)
-    elif kind == "step_attempt_failed":
+    elif kind == EventKind.step_attempt_failed:
         s.attempts = int(d.get("attempt", s.attempts + 1))
         s.error = d.get("error")
         s.output_tail = d.get("output_tail", s.output_tail)
-    elif kind == "step_completed":
-        s.status = "completed"
+    elif kind == EventKind.step_completed:
+        s.status = StepStatus.completed
         s.cached = bool(d.get("cached", False))
         s.attempts = int(d.get("attempts", s.attempts + (0 if s.cached else 1)))
         s.def_hash = d.get("def_hash", s.def_hash)
@@ -134,32 +117,33 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.error = None
         s.output_tail = d.get("output_tail", s.output_tail)
         s.outputs = dict(d.get("outputs", {}))
-    elif kind == "step_failed":
-        s.status = "failed"
+    elif kind == EventKind.step_failed:
+        s.status = StepStatus.failed
         s.attempts = int(d.get("attempts", s.attempts))
         s.error = d.get("error")
         s.output_tail = d.get("output_tail", s.output_tail)
-    elif kind == "step_interrupted":
-        s.status = "pending"
+    elif kind == EventKind.step_interrupted:
+        s.status = StepStatus.pending
         s.interrupted += 1
         s.error = d.get("reason")
-    elif kind == "step_needs_review":
+    elif kind == EventKind.step_needs_review:
         # A step stopped while in_progress has released its hold: accepting it means "pending".
-        s.status_before_review = "pending" if s.status == "in_progress" else s.status
-        s.status = "needs_review"
+        in_progress = s.status == StepStatus.in_progress
+        s.status_before_review = StepStatus.pending if in_progress else s.status
+        s.status = StepStatus.needs_review
         s.review_reason = d.get("reason")
         s.review_data = dict(d.get("details", {}))
-    elif kind == "step_rerun_requested":
-        s.status = "pending"
+    elif kind == EventKind.step_rerun_requested:
+        s.status = StepStatus.pending
         s.generation += 1
         s.review_reason = None
         s.review_data = {}
         s.cached = False
-    elif kind == "step_review_accepted":
-        s.status = d.get("resume_status") or s.status_before_review or "pending"
+    elif kind == EventKind.step_review_accepted:
+        s.status = StepStatus(d.get("resume_status") or s.status_before_review or "pending")
         # Accepting an edited output accepts its current content as the step's output.
         s.outputs.update(s.review_data.get("current_outputs", {}))
-        if s.review_data.get("result_key") and s.status == "completed":
+        if s.review_data.get("result_key") and s.status == StepStatus.completed:
             # Accepting a lost result: the step stays completed without a value; a step that
             # needs the value stops again, and `waymark rerun` is the way to recompute it.
             s.result_key = None
@@ -169,22 +153,19 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
             s.def_hash = d["def_hash"]
         if "outputs" in d:
             s.outputs = dict(d["outputs"])
-    elif kind == "step_refused":
-        s.status = "failed"
+    elif kind == EventKind.step_refused:
+        s.status = StepStatus.failed
         s.error = d.get("reason")
-    elif kind in _ACTION_KINDS:
+    elif kind in ACTION_EVENT_KINDS:
         _apply_action(s, event)
     return s
-
-
-_ACTION_KINDS = frozenset({"action_intent", "action_applied", "action_not_applied"})
 
 
 def _apply_action(s: StepState, event: ProgressEvent) -> None:
     """Intents are open until settled; only applied receipts are listed in ``receipts``."""
     d = event.data
     key = str(d.get("key"))
-    if event.kind == "action_intent":
+    if event.kind == EventKind.action_intent:
         s.open_actions[key] = {
             "key": key,
             "action": d.get("action"),
@@ -194,7 +175,7 @@ def _apply_action(s: StepState, event: ProgressEvent) -> None:
         }
         return
     s.open_actions.pop(key, None)
-    if event.kind == "action_applied":
+    if event.kind == EventKind.action_applied:
         receipt = {k: d.get(k) for k in _RECEIPT_FIELDS}
         receipt["run_id"] = event.run_id
         s.receipts = [r for r in s.receipts if r.get("key") != key] + [receipt]

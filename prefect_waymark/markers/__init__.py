@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .generated_files import MarkerFileError
 from .marker_file import MARKER_FILE, read_marker_file
-from .marker_record import MARKER_EVENT, artifact_key, build_marker, marker_history
+from .marker_record import artifact_key, build_marker, marker_history
 from .run_markers import (
     VIEW_FILES,
     markers_folder,
@@ -15,7 +15,6 @@ from .run_markers import (
 )
 
 __all__ = [
-    "MARKER_EVENT",
     "MARKER_FILE",
     "VIEW_FILES",
     "MarkerFileError",

@@ -17,14 +17,13 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
-from ..guards.base import GuardBase
 from ..ledger.progress_view import PlanView
+from ..run.observers import RunObserver
 from .marker_record import artifact_key
 
 if TYPE_CHECKING:
-    from ..guards.base import Verdict
+    from ..guards.base import GuardContext
     from ..plan.spec import StepSpec
-    from ..tasks.step_task import StepRuntime
 
 _log = logging.getLogger("prefect_waymark.markers")
 
@@ -98,11 +97,11 @@ def read_latest_marker(plan_id: str) -> dict[str, Any] | None:
     return doc
 
 
-class ProgressArtifact(GuardBase):
-    """A guard that keeps a progress artifact current as steps complete; it never objects."""
+class ProgressArtifact(RunObserver):
+    """An observer that keeps a progress artifact current as steps complete."""
 
     #: Each update is an API call (~25 ms here, as much as a no-op task): send at most one per
-    #: this many seconds; the run's last state is sent by :meth:`on_run_end`.
+    #: this many seconds; the run's last state is sent by :meth:`run_ended`.
     min_interval = 5.0
 
     def __init__(self) -> None:
@@ -110,48 +109,47 @@ class ProgressArtifact(GuardBase):
         self._sent_at = 0.0
         self._dirty = False
 
-    def _fraction(self, runtime: StepRuntime) -> tuple[float, str]:
+    def _fraction(self, ctx: GuardContext) -> tuple[float, str]:
         # Counted from the step states directly: a whole view per update is the cost of a big
         # plan's run (a 1,000-step view takes ~40 ms here).
-        states = runtime.ledger.step_states(runtime.plan.plan_id)
-        ids = {s.id for s in runtime.plan.steps}
+        states = ctx.ledger.step_states(ctx.plan.plan_id)
+        ids = {s.id for s in ctx.plan.steps}
         done = sum(1 for sid, st in states.items() if sid in ids and st.status == "completed")
         total = len(ids)
         return 100.0 * done / total, f"{done} of {total} steps completed"
 
-    def on_run_start(self, runtime: StepRuntime) -> list[tuple[str, Verdict]]:
-        value, text = self._fraction(runtime)
+    def run_started(self, ctx: GuardContext) -> None:
+        value, text = self._fraction(ctx)
         try:
             created = create_progress_artifact(
                 progress=value,
-                key=artifact_key(runtime.plan.plan_id, "progress"),
-                description=f"Plan {runtime.plan.plan_id}: {text}",
+                key=artifact_key(ctx.plan.plan_id, "progress"),
+                description=f"Plan {ctx.plan.plan_id}: {text}",
             )
         except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
             _log.warning("progress artifact not created: %s", exc)
-            return []
+            return
         self.artifact_id = created if isinstance(created, UUID) else None
         self._sent_at = time.monotonic()
-        return []
 
-    def after_step(self, runtime: StepRuntime, step: StepSpec, value: Any) -> None:
+    def step_completed(self, ctx: GuardContext, step: StepSpec) -> None:
         if self.artifact_id is None:
             return
         self._dirty = True
         if time.monotonic() - self._sent_at >= self.min_interval:
-            self._send(runtime)
+            self._send(ctx)
 
-    def on_run_end(self, runtime: StepRuntime) -> None:
-        """Called by the plan loop when it stops: send the last progress if it is not out yet."""
+    def run_ended(self, ctx: GuardContext) -> None:
+        """Send the last progress if it is not out yet."""
         if self.artifact_id is not None and self._dirty:
-            self._send(runtime)
+            self._send(ctx)
 
-    def _send(self, runtime: StepRuntime) -> None:
+    def _send(self, ctx: GuardContext) -> None:
         assert self.artifact_id is not None
-        fraction, text = self._fraction(runtime)
+        fraction, text = self._fraction(ctx)
         try:
             update_progress_artifact(
-                self.artifact_id, fraction, description=f"Plan {runtime.plan.plan_id}: {text}"
+                self.artifact_id, fraction, description=f"Plan {ctx.plan.plan_id}: {text}"
             )
         except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
             _log.warning("progress artifact not updated: %s", exc)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from ..ledger import Ledger
-from ..models import GoalContract, ProgressEvent
+from ..ledger.events import REF_EVENT_KINDS, EventKind, ProgressEvent
+from ..ledger.step_state import StepState
+from ..models import GoalContract, contract_hash
 from ..plan.spec import PlanSpec
 
 __all__ = [
@@ -20,8 +21,8 @@ __all__ = [
     "marker_history",
 ]
 
-MARKER_EVENT = "marker_written"
-REF_EVENT_KINDS = ("reanchor", "accepted_versions")
+# The old name of EventKind.marker_written, still imported by markers/run_markers.py.
+MARKER_EVENT = EventKind.marker_written
 
 
 def artifact_key(plan_id: str, suffix: str) -> str:
@@ -35,12 +36,13 @@ def artifact_key(plan_id: str, suffix: str) -> str:
 
 
 def contract_fingerprint(contract: GoalContract) -> dict[str, Any]:
-    body = json.dumps(contract.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """The contract's identity as a marker shows it; ``hash`` is :func:`contract_hash`, the value
+    the ledger records, so a marker names the contract the way its re-anchors did."""
     return {
         "goal_id": contract.goal_id,
         "version": contract.version,
         "status": contract.status,
-        "hash": "sha256:" + hashlib.sha256(body.encode()).hexdigest(),
+        "hash": contract_hash(contract),
     }
 
 
@@ -70,11 +72,18 @@ def _refs_seen(events: list[ProgressEvent]) -> tuple[list[dict[str, Any]], dict[
 
 
 def build_marker(
-    plan: PlanSpec, ledger: Ledger, summary: dict[str, Any], *, marker_file: str | None
+    plan: PlanSpec,
+    ledger: Ledger,
+    summary: dict[str, Any],
+    *,
+    marker_file: str | None,
+    states: Mapping[str, StepState] | None = None,
 ) -> dict[str, Any]:
-    """The marker of the run that ``summary`` describes, from the summary and the ledger."""
+    """The marker of the run that ``summary`` describes, from the summary and the ledger
+    (``states``: the step states the run read at its end, if it has them)."""
     run_id = summary["run_id"]
-    states = ledger.step_states(plan.plan_id)
+    if states is None:
+        states = ledger.step_states(plan.plan_id)
     executed = list(summary.get("executed_steps", [])) + list(summary.get("cached_steps", []))
     outputs: list[dict[str, str]] = []
     receipts: list[dict[str, Any]] = []
@@ -120,4 +129,4 @@ def build_marker(
 
 def marker_history(ledger: Ledger, plan_id: str) -> list[dict[str, Any]]:
     """Every marker of the plan, oldest first, as recorded in the ledger."""
-    return [dict(e.data) for e in ledger.events(plan_id, kinds=[MARKER_EVENT])]
+    return [dict(e.data) for e in ledger.events(plan_id, kinds=[EventKind.marker_written])]

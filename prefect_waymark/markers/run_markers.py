@@ -5,12 +5,14 @@ artifact), and "Latest execution record" in STATE.md."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..ledger import Ledger
-from ..ledger.progress_view import build_view
-from ..models import ProgressEvent
+from ..ledger.events import ProgressEvent
+from ..ledger.progress_view import PlanView, build_view
+from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
 from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
@@ -43,9 +45,10 @@ def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> No
     verify_marker_file(folder / MARKER_FILE, plan.plan_id, history)
 
 
-def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path) -> None:
+def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path, view: PlanView | None) -> None:
     history = marker_history(ledger, plan.plan_id)
-    view = build_view(plan, ledger.step_states(plan.plan_id))
+    if view is None:
+        view = build_view(plan, ledger.step_states(plan.plan_id))
     atomic_write(folder / "TASKS.md", tasks_md(plan, view))
     atomic_write(folder / "IMPLEMENTATION_LOG.md", implementation_log_md(plan, history, view))
     write_marker_file(folder / MARKER_FILE, plan.plan_id, history)
@@ -60,23 +63,34 @@ def write_run_markers(
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
     *,
     artifacts: bool = True,
+    states: Mapping[str, StepState] | None = None,
+    view: PlanView | None = None,
 ) -> dict[str, Any]:
     """Record and write this run's marker; return it. File problems are logged, not raised:
-    the ledger event is the record of truth and the files can be rebuilt from it."""
-    marker = build_marker(plan, ledger, summary, marker_file=str(folder / MARKER_FILE))
+    the ledger event is the record of truth and the files can be rebuilt from it.
+
+    ``states`` and ``view`` are the step states the run read at its end and their view; without
+    them both are read here."""
+    if states is None:
+        states = ledger.step_states(plan.plan_id)
+    if view is None:
+        view = build_view(plan, dict(states))
+    marker = build_marker(
+        plan, ledger, summary, marker_file=str(folder / MARKER_FILE), states=states
+    )
     ledger.append(
         ProgressEvent(plan_id=plan.plan_id, kind=MARKER_EVENT, run_id=marker["run_id"], data=marker)
     )
     try:
         check_writable([folder / name for name in VIEW_FILES])
-        _write_views(plan, ledger, folder)
+        _write_views(plan, ledger, folder, view)
     except (MarkerFileError, OSError) as exc:
         logger.error("marker files not written: %s", exc)
     if artifacts:
         from .artifacts import publish_run_artifacts
 
         try:
-            publish_run_artifacts(marker, build_view(plan, ledger.step_states(plan.plan_id)))
+            publish_run_artifacts(marker, view)
         except Exception as exc:  # noqa: BLE001 - the UI copy must not fail the run
             logger.error("marker artifacts not published: %s", exc)
     return marker
@@ -87,5 +101,5 @@ def rebuild_marker_files(plan: PlanSpec, ledger: Ledger, folder: Path) -> int:
     Only files waymark wrote are replaced — a truncated or hand-edited marker still starts with
     waymark's first line; a file someone else wrote is refused. Returns the number of runs."""
     check_writable([folder / name for name in VIEW_FILES])
-    _write_views(plan, ledger, folder)
+    _write_views(plan, ledger, folder, None)
     return len(marker_history(ledger, plan.plan_id))

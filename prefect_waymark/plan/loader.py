@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -274,8 +275,18 @@ def _yaml_problem(source: str, exc: yaml.YAMLError) -> PlanProblem:
     return PlanProblem(source, "", msg, line)
 
 
+#: The plans parsed last, by (path as given, resolved path, content): ``waymark run`` parses
+#: the plan to check it, and the flow it starts in the same process takes that PlanSpec instead
+#: of parsing the same bytes again (a 10,000-step plan costs seconds to validate).
+_PARSED: OrderedDict[tuple[str, str, str], PlanSpec] = OrderedDict()
+_PARSED_MAX = 4
+
+
 def load_plan(path: str | Path) -> PlanSpec:
-    """Read and validate a plan file; raise :class:`PlanError` naming file, line and field."""
+    """Read and validate a plan file; raise :class:`PlanError` naming file, line and field.
+
+    The same file with the same content gives the same (validated) PlanSpec again without
+    parsing it twice; treat it as read-only."""
     p = Path(path)
     source = str(path)
     try:
@@ -284,6 +295,19 @@ def load_plan(path: str | Path) -> PlanSpec:
         raise PlanError([PlanProblem(source, "", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError([PlanProblem(source, "", f"cannot read the file: {exc}")]) from None
+    key = (source, str(p.resolve()), text)
+    found = _PARSED.get(key)
+    if found is not None:
+        _PARSED.move_to_end(key)
+        return found
+    spec = _parse(p, source, text)
+    _PARSED[key] = spec
+    while len(_PARSED) > _PARSED_MAX:
+        _PARSED.popitem(last=False)
+    return spec
+
+
+def _parse(p: Path, source: str, text: str) -> PlanSpec:
     data: Any
     if p.suffix.lower() == ".json":
         try:

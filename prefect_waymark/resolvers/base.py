@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from ..errors import WaymarkError
+from ..errors import ResolverError
 
 if TYPE_CHECKING:
     import httpx
@@ -35,10 +35,6 @@ ABSENT = "absent"
 """The version of something that does not exist (a missing file, row or variable)."""
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
-
-
-class ResolverError(WaymarkError):
-    """A state ref could not be read (unreachable, no version header, bad answer)."""
 
 
 class RefConfig(BaseModel):

@@ -8,7 +8,8 @@ import threading
 from importlib.metadata import entry_points
 from typing import Any
 
-from .base import RefConfig, ResolverError, StateResolver
+from ..errors import ResolverError, UnknownRefKind
+from .base import RefConfig, StateResolver
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -32,10 +33,6 @@ _BUILTINS = {
 _lock = threading.Lock()
 _resolvers: dict[str, StateResolver] = {}
 _entry_points: dict[str, str] | None = None
-
-
-class UnknownRefKind(ResolverError):
-    """No resolver is registered for this kind."""
 
 
 def _load_target(target: str) -> StateResolver:

@@ -6,27 +6,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import RefConfigError
 from .base import RefConfig
 from .registry import UnknownRefKind, config_model_for, known_kinds
 
 __all__ = ["RefConfigError", "parse_ref_config", "ref_field_problems"]
 
 Loc = tuple[int | str, ...]
-
-
-class RefConfigError(ValueError):
-    """A ref's fields do not fit its kind; ``problems`` lists (field path, message)."""
-
-    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(f"{_fmt(loc)}: {msg}" for loc, msg in problems))
-
-
-def _fmt(loc: Loc) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<ref>"
 
 
 def _near(name: str, choices: list[str]) -> str:

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..errors import WaymarkError
-from ..guards.conflicts import ACCEPTED_EVENT
+from ..errors import ReviewError
 from ..ledger import Ledger
-from ..models import ProgressEvent
+from ..ledger.events import EventKind, ProgressEvent
 from ..plan.spec import PlanSpec
 
 __all__ = [
-    "ABORT_EVENT",
-    "ABORT_LIFTED_EVENT",
     "Decision",
     "ReviewError",
     "abort_event",
@@ -25,18 +22,12 @@ __all__ = [
 ]
 
 Decision = Literal["accept", "rerun", "abort"]
-ABORT_EVENT = "plan_aborted"
-ABORT_LIFTED_EVENT = "plan_abort_lifted"
-
-
-class ReviewError(WaymarkError):
-    """The review decision cannot be applied (no such step, nothing to review)."""
 
 
 def abort_event(ledger: Ledger, plan_id: str) -> ProgressEvent | None:
     """The ``plan_aborted`` event in force, if the plan is aborted."""
-    last = ledger.last_event(plan_id, [ABORT_EVENT, ABORT_LIFTED_EVENT])
-    return last if last is not None and last.kind == ABORT_EVENT else None
+    last = ledger.last_event(plan_id, [EventKind.plan_aborted, EventKind.plan_abort_lifted])
+    return last if last is not None and last.kind == EventKind.plan_aborted else None
 
 
 def _seen_versions(details: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any] | None]:
@@ -76,7 +67,7 @@ def apply_decision(
             return [f"plan {plan_id!r} is already aborted"]
         ledger.record(
             plan_id,
-            ABORT_EVENT,
+            EventKind.plan_aborted,
             step_id=step_id,
             run_id=run_id,
             by=by,
@@ -101,14 +92,14 @@ def apply_decision(
     details = dict(st.review_data)
     branch = plan.step(step_id).branch
     if abort_event(ledger, plan_id) is not None:
-        ledger.record(plan_id, ABORT_LIFTED_EVENT, step_id=step_id, run_id=run_id, by=by)
+        ledger.record(plan_id, EventKind.plan_abort_lifted, step_id=step_id, run_id=run_id, by=by)
         done.append(f"plan {plan_id!r} was aborted; this decision lifts the abort")
     refs, contract = _seen_versions(details)
     if refs or contract:
         data: dict[str, Any] = {"refs": refs, "reason": f"{decision} by {by}", "by": by}
         if contract is not None:
             data["contract"] = contract
-        ledger.record(plan_id, ACCEPTED_EVENT, step_id=step_id, run_id=run_id, **data)
+        ledger.record(plan_id, EventKind.accepted_versions, step_id=step_id, run_id=run_id, **data)
         seen = [f"{k} = {v}" for k, v in refs.items()]
         if contract is not None:
             seen.append(f"contract {contract['goal_id']} v{contract['version']}")
@@ -124,7 +115,7 @@ def apply_decision(
             common["def_hash"] = details["current_hash"]
         ledger.record(
             plan_id,
-            "step_review_accepted",
+            EventKind.step_review_accepted,
             step_id=step_id,
             branch=branch,
             run_id=run_id,
@@ -134,7 +125,7 @@ def apply_decision(
     else:
         ledger.record(
             plan_id,
-            "step_rerun_requested",
+            EventKind.step_rerun_requested,
             step_id=step_id,
             branch=branch,
             run_id=run_id,

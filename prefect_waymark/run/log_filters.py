@@ -30,8 +30,7 @@ class _DropExpectedTracebacks(logging.Filter):
 
 def install_log_filters() -> None:
     """Install the filters on Prefect's task-run and flow-run loggers (once per process)."""
-    from ..errors import StepError
-    from ..tasks.step_body import ShellStepError
+    from ..errors import ShellStepError, StepError
 
     for name, types in (
         ("prefect.task_runs", (ShellStepError,)),

@@ -1,5 +1,5 @@
-"""What a run does first: take over steps left in_progress by dead runs, and stop completed steps
-whose definition changed or whose persisted result is gone at needs_review."""
+"""What a run does first: take over steps left in_progress by dead runs (their branches are
+freed, the steps run again) and mark those runs' Prefect flow runs Crashed."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..errors import LedgerError, TransitionError
+from ..errors import LedgerError
 from ..ledger import Hold, Ledger
-from ..ledger.step_state import StepState
+from ..ledger.events import EventKind
 from ..plan.spec import PlanSpec
-from .results import ResultAccess
 
 __all__ = ["ResumeReport", "crash_dead_flow_runs", "prepare_resume", "take_over_dead"]
 
@@ -21,7 +20,6 @@ __all__ = ["ResumeReport", "crash_dead_flow_runs", "prepare_resume", "take_over_
 class ResumeReport:
     interrupted: list[str] = field(default_factory=list)
     busy: dict[str, Hold] = field(default_factory=dict)
-    new_reviews: list[str] = field(default_factory=list)
 
 
 def take_over_dead(
@@ -44,7 +42,7 @@ def take_over_dead(
         try:
             ledger.record(
                 plan.plan_id,
-                "step_interrupted",
+                EventKind.step_interrupted,
                 step_id=hold.step_id,
                 branch=hold.branch,
                 run_id=run_id,
@@ -97,48 +95,9 @@ def crash_dead_flow_runs(run_ids: Iterable[str], reason: str) -> list[str]:
     return changed
 
 
-def _check_completed(
-    ledger: Ledger,
-    plan: PlanSpec,
-    states: dict[str, StepState],
-    results: ResultAccess,
-    run_id: str,
-    report: ResumeReport,
-) -> None:
-    hashes = plan.step_hashes()
-    for step in plan.steps:
-        st = states.get(step.id)
-        if st is None or st.status != "completed":
-            continue
-        details: dict[str, str] = {}
-        if st.def_hash and st.def_hash != hashes[step.id]:
-            reason = "definition changed since the step completed"
-            details = {"recorded_hash": st.def_hash, "current_hash": hashes[step.id]}
-        elif st.result_key and (missing := results.known_missing(st.result_key)):
-            reason = f"persisted result is missing: {missing}"
-            details = {"result_key": st.result_key}
-        else:
-            continue
-        try:
-            ledger.record(
-                plan.plan_id,
-                "step_needs_review",
-                step_id=step.id,
-                branch=step.branch,
-                run_id=run_id,
-                reason=reason,
-                details=details,
-            )
-        except TransitionError:
-            continue  # another runner recorded the same finding first
-        report.new_reviews.append(step.id)
-
-
-def prepare_resume(
-    ledger: Ledger, plan: PlanSpec, results: ResultAccess, run_id: str
-) -> ResumeReport:
-    """Recover dead runs' steps and check completed ones; every finding is a ledger event."""
+def prepare_resume(ledger: Ledger, plan: PlanSpec, run_id: str) -> ResumeReport:
+    """Recover dead runs' steps: each is recorded interrupted and runs again. (Completed steps
+    are checked by the guards: :class:`~prefect_waymark.guards.completed.CompletedStepsGuard`.)"""
     report = ResumeReport()
     report.interrupted = take_over_dead(ledger, plan, run_id, report.busy)
-    _check_completed(ledger, plan, ledger.step_states(plan.plan_id), results, run_id, report)
     return report

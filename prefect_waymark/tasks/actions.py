@@ -14,8 +14,9 @@ or as a decorator, which skips its function when a receipt exists::
     def send(act: Action) -> dict: ...
     done = send()  # the Action: done.ran, done.result, done.receipt
 
-A ``run:`` step with ``action: NAME`` is one action at step level (:func:`run_step_action`): its
-command gets ``WAYMARK_IDEMPOTENCY_KEY`` and never runs again once a receipt is committed.
+A ``run:`` step with ``action: NAME`` is one action at step level
+(:func:`~.step_action.run_step_action`): its command gets ``WAYMARK_IDEMPOTENCY_KEY`` and never
+runs again once a receipt is committed.
 
 The order is always: forbidden check -> claim the key in the ledger (the intent, committed before
 the effect) -> the effect -> the receipt. An intent without a receipt (the runner died, or the
@@ -29,10 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from fnmatch import fnmatchcase
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,13 +42,13 @@ from ..models import ActionReceipt
 from ..run.identity import default_executor
 
 if TYPE_CHECKING:
+    from ..ledger import Ledger
     from .step_context import StepContext
 
 __all__ = [
     "Action",
     "Probe",
     "forbidden_rule",
-    "run_step_action",
 ]
 
 Probe = Callable[[str], "bool | None"]
@@ -185,7 +184,7 @@ class Action:
     def _by(self) -> str:
         return self.ctx.executor or default_executor()
 
-    def _ledger(self) -> Any:
+    def _ledger(self) -> Ledger:
         if self.ctx.ledger is None:
             raise StepError(
                 f"step {self.ctx.step_id!r}: action {self.name!r} needs the run's ledger; "
@@ -197,6 +196,10 @@ class Action:
         rule = forbidden_rule(self.name, list(self.ctx.forbidden))
         if rule is not None:  # checked before anything is written
             raise ForbiddenActionError(self.ctx.step_id, self.name, rule)
+        self._claim(reconcile=True)
+
+    def _claim(self, *, reconcile: bool, replace_token: str | None = None) -> None:
+        """Write the intent for the key (or take over ``replace_token``'s) and act on the answer."""
         claim = self._ledger().claim_action(
             plan_id=self.ctx.plan_id,
             step_id=self.ctx.step_id,
@@ -205,8 +208,9 @@ class Action:
             run_id=self.ctx.run_id,
             by=self._by,
             branch=self.ctx.step.branch,
+            replace_token=replace_token,
         )
-        self._take(claim.status, claim.record, reconcile=True)
+        self._take(claim.status, claim.record, reconcile=reconcile)
 
     def _take(self, status: str, rec: ReceiptRecord, *, reconcile: bool) -> None:
         if status == "claimed":
@@ -286,17 +290,7 @@ class Action:
                 rec.key,
                 started,
             )
-            claim = self._ledger().claim_action(
-                plan_id=self.ctx.plan_id,
-                step_id=self.ctx.step_id,
-                action=self.name,
-                key=self.key,
-                run_id=self.ctx.run_id,
-                by=self._by,
-                branch=self.ctx.step.branch,
-                replace_token=rec.token,
-            )
-            self._take(claim.status, claim.record, reconcile=False)
+            self._claim(reconcile=False, replace_token=rec.token)
         else:
             raise OutcomeUnknownError(
                 f"outcome unknown: action {self.name!r} (key {rec.key}) was {started} but no "
@@ -326,81 +320,3 @@ class Action:
         if outcome == "applied":
             self.receipt = rec.to_receipt()
             self.how = "run"
-
-
-# -- step-level actions (``action:`` in the plan) ------------------------------------------
-def _shell_probe(ctx: StepContext, command: str) -> Probe:
-    from .shell_command import run_command
-    from .step_body import command_env, tail
-
-    def probe(key: str) -> bool | None:
-        extra = {"WAYMARK_IDEMPOTENCY_KEY": key, "WAYMARK_ACTION": str(ctx.step.action)}
-        env = command_env(ctx, extra)
-        proc = run_command(command, cwd=ctx.workdir, env=env, timeout=ctx.step.timeout_seconds)
-        if proc.returncode is None:
-            ctx.logger.warning("step %s: probe timed out", ctx.step_id)
-            return None
-        ctx.logger.info(
-            "step %s: probe exited %s%s",
-            ctx.step_id,
-            proc.returncode,
-            f"\n{tail(proc.stdout + proc.stderr)}" if (proc.stdout + proc.stderr).strip() else "",
-        )
-        return {0: True, 1: False}.get(proc.returncode)
-
-    return probe
-
-
-def _read_receipt_file(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def run_step_action(ctx: StepContext) -> Any:
-    """Run a step whose plan entry names an ``action``: the whole body is the action.
-
-    ``run:`` commands get ``WAYMARK_IDEMPOTENCY_KEY``, ``WAYMARK_ACTION`` and
-    ``WAYMARK_RECEIPT_FILE`` (write ``{"external_id": ...}`` there to put it in the receipt);
-    the optional ``probe:`` command answers for an intent without a receipt (exit 0 applied,
-    1 not applied, anything else unknown). A ``call:`` step's return value is kept in the
-    receipt and returned again when the action is skipped.
-    """
-    from .step_body import call_step, run_shell_step
-
-    step = ctx.step
-    assert step.action is not None
-    probe = _shell_probe(ctx, step.probe) if step.run is not None and step.probe else None
-    act = Action(ctx, step.action, probe=probe)
-    with act:
-        if act.needed and step.run is not None:
-            with tempfile.TemporaryDirectory(prefix="waymark-receipt-") as tmp:
-                receipt_file = Path(tmp) / "receipt.json"
-                out = run_shell_step(
-                    ctx,
-                    step.run,
-                    extra_env={
-                        "WAYMARK_IDEMPOTENCY_KEY": act.key,
-                        "WAYMARK_ACTION": step.action,
-                        "WAYMARK_RECEIPT_FILE": str(receipt_file),
-                    },
-                )
-                told = _read_receipt_file(receipt_file)
-            act.record(
-                external_id=told.get("external_id"),
-                response=told.get("response", out.get("stdout", "")),
-                result=out,
-            )
-        elif act.needed:
-            assert step.call is not None
-            act.record(result=call_step(ctx, step.call))
-    receipt = act.receipt.model_dump(mode="json") if act.receipt else None
-    if step.run is not None:
-        if act.ran:
-            return {**act.result, "receipt": receipt}
-        return {"returncode": 0, "stdout": "", "skipped": act.how, "receipt": receipt}
-    return act.result

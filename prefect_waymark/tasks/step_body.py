@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import StepError
+from ..errors import ShellStepError, StepError
 from .shell_command import run_command
 from .step_context import StepContext
 
@@ -20,14 +20,6 @@ TAIL_CHARS = 2000
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
-
-
-class ShellStepError(StepError):
-    """A ``run:`` command exited non-zero; carries the output's tail."""
-
-    def __init__(self, message: str, output_tail: str) -> None:
-        super().__init__(message)
-        self.output_tail = output_tail
 
 
 def command_env(ctx: StepContext, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..plan.spec import PlanSpec, StepSpec
+from .actions import Action, Probe
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
-    from .actions import Action, Probe
 
 __all__ = ["StepContext"]
 
@@ -67,6 +67,4 @@ class StepContext:
         one such an intent stops the step at needs_review. Exceptions of ``not_applied_on``
         types raised by the body mean the effect did not happen (the key may be claimed again).
         """
-        from .actions import Action
-
         return Action(self, name, key=key, probe=probe, not_applied_on=not_applied_on)

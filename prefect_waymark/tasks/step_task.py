@@ -13,36 +13,16 @@ from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
 from ..errors import ForbiddenActionError, NeedsReview
-from ..guards.base import StepGuard, tick_guards
-from ..ledger import Ledger
-from ..plan.spec import PlanSpec, StepSpec
+from ..ledger.events import EventKind
+from ..plan.spec import StepSpec
 from ..run.results import StorageSpec
-from .actions import run_step_action
+from ..run.runtime import StepRuntime
 from .cache_policy import StepCachePolicy
+from .step_action import run_step_action
 from .step_body import call_step, run_shell_step
 from .step_context import StepContext
 
 __all__ = ["StepRuntime", "step_task", "waymark_step"]
-
-
-class StepRuntime:
-    """What every step of one run shares. A plain class so Prefect does not walk into it."""
-
-    def __init__(self, plan: PlanSpec, workdir: Path, ledger: Ledger, run_id: str) -> None:
-        self.plan = plan
-        self.workdir = workdir
-        self.ledger = ledger
-        self.run_id = run_id
-        self.forbidden = list(getattr(plan.contract, "forbidden", []) or [])
-        self.guards: list[StepGuard] = []
-        self.executor: str | None = None  # who runs: recorded in action receipts
-        #: step id -> (task run id, attempt, value) its task body last returned in this process:
-        #: the scheduler takes the value instead of reading the persisted copy back.
-        self.returned: dict[str, tuple[Any, int, Any]] = {}
-        self.returned_lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"StepRuntime(plan={self.plan.plan_id!r}, run={self.run_id!r})"
 
 
 @task(name="waymark-step", persist_result=True)
@@ -67,7 +47,7 @@ def waymark_step(
         forbidden=runtime.forbidden,
         ledger=runtime.ledger,
         executor=runtime.executor,
-        on_tick=partial(tick_guards, runtime, step),
+        on_tick=partial(runtime.tick, step),
     )
     try:
         if step.action is not None:
@@ -80,11 +60,10 @@ def waymark_step(
     except NeedsReview:
         raise  # not a failed attempt: the run stops the step at needs_review
     except BaseException as exc:
-        for guard in runtime.guards:
-            guard.after_failed_attempt(runtime, step, f"{type(exc).__name__}: {exc}")
+        runtime.guards.after_failed_attempt(runtime.context, step, f"{type(exc).__name__}: {exc}")
         runtime.ledger.record(
             runtime.plan.plan_id,
-            "step_attempt_failed",
+            EventKind.step_attempt_failed,
             step_id=step.id,
             branch=step.branch,
             run_id=runtime.run_id,

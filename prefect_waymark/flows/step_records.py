@@ -1,0 +1,211 @@
+"""How the scheduler keeps and records each step's progress in the ledger.
+
+:class:`StepRecords` holds what the scheduler knows of every step (status, rerun generation,
+result key, values of this run), records how a step of this run ended, releases this run's
+running steps when the loop stops on an error, and hands every stop to the review gate.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prefect.client.schemas.objects import State
+
+from ..errors import LedgerError, NeedsReview
+from ..guards.base import Guards, Verdict
+from ..guards.output_hashes import hash_outputs
+from ..ledger.events import EventKind
+from ..review.gate import GateOutcome, ReviewGate
+from ..run.observers import RunObserver
+from ..run.results import ResultAccess
+
+if TYPE_CHECKING:
+    from ..run.runtime import StepRuntime
+
+__all__ = ["LoopOutcome", "StepRecords"]
+
+
+@dataclass
+class LoopOutcome:
+    executed: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    needs_review: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)
+    #: "max-steps", "until", or "busy" (the only ready steps are on branches another live run
+    #: holds; that run goes on with them).
+    stopped_by: str | None = None
+    busy: dict[str, str] = field(default_factory=dict)
+
+
+class StepRecords:
+    """Each step's progress as this run knows it, and the records of how steps ended."""
+
+    def __init__(
+        self,
+        runtime: StepRuntime,
+        results: ResultAccess,
+        logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+        guards: Guards,
+        gate: ReviewGate,
+        observers: list[RunObserver],
+    ) -> None:
+        self.rt = runtime
+        self.plan = runtime.plan
+        self.ledger = runtime.ledger
+        self.results = results
+        self.log = logger
+        self.guards = guards
+        self.gate = gate
+        self.observers = observers
+        self.hashes = self.plan.step_hashes()
+        self.order = self.plan.topological_order()
+        self.specs = {s.id: s for s in self.plan.steps}
+        self.values: dict[str, Any] = {}
+        self.status: dict[str, str] = {}
+        self.generation: dict[str, int] = {}
+        self.result_keys: dict[str, str | None] = {}
+        self.refused: set[str] = set()
+        self._reread = True
+
+    def refresh(self, only: str | None = None) -> None:
+        """Take the statuses from the ledger (all steps, or ``only``)."""
+        self._reread = True
+        states = self.ledger.step_states(self.plan.plan_id)
+        for sid in [only] if only else self.order:
+            st = states.get(sid)
+            self.status[sid] = st.status if st else "pending"
+            self.generation[sid] = st.generation if st else 0
+            self.result_keys[sid] = st.result_key if st else None
+
+    def stop(self, sid: str, verdict: Verdict) -> GateOutcome:
+        """Hand a stop to the review gate and take its outcome into the statuses."""
+        outcome = self.gate.stop(sid, verdict)
+        if outcome == "needs_review":
+            self.status[sid] = "needs_review"
+        elif outcome == "refused":
+            self.status[sid] = "failed"
+            self.refused.add(sid)
+        else:  # answered (accept / rerun) or moved on by another run: the ledger says
+            self.refresh(sid)
+        return outcome
+
+    def upstream(self, sid: str) -> dict[str, Any] | None:
+        """Upstream values, from this run or from persisted results; None if one is unreadable
+        (that step is stopped for review, unless a person's answer let the run go on)."""
+        values: dict[str, Any] = {}
+        for dep in self.specs[sid].depends_on:
+            if dep in self.values:
+                values[dep] = self.values[dep]
+                continue
+            key = self.result_keys.get(dep)
+            try:
+                if key is None:
+                    raise FileNotFoundError("no result key recorded")
+                values[dep] = self.values[dep] = self.results.read(key)
+            except Exception as exc:  # noqa: BLE001 - any storage error means: cannot trust it
+                self.stop(
+                    dep,
+                    Verdict(
+                        "review",
+                        f"persisted result is missing or unreadable: {exc}",
+                        {"result_key": key or "", "needed_by": sid},
+                    ),
+                )
+                return None
+        return values
+
+    def release_running(self, held: list[str], exc: BaseException) -> None:
+        """The loop stops on an error (or Ctrl-C): record this run's running steps interrupted,
+        which frees their branches at once. Otherwise a next run in this same process (a test
+        session, a worker) would find them held by a live pid until the lease runs out. A step
+        whose task still finishes leaves its result under its key: the next run gets it Cached.
+        """
+        for sid in held:
+            spec = self.specs[sid]
+            try:
+                self.ledger.record(
+                    self.plan.plan_id,
+                    EventKind.step_interrupted,
+                    step_id=sid,
+                    branch=spec.branch,
+                    run_id=self.rt.run_id,
+                    dead_run=self.rt.run_id,
+                    reason=f"interrupted: run {self.rt.run_id} stopped on "
+                    f"{type(exc).__name__}: {exc} while the step was in_progress",
+                )
+                self.status[sid] = "pending"
+            except Exception as inner:  # noqa: BLE001 - never hide the original error
+                self.log.error("could not release step %s: %s", sid, inner)
+
+    def finish(self, sid: str, state: State[Any], out: LoopOutcome, failed_here: set[str]) -> None:
+        """Record how ``sid``'s task run ended: completed, stopped for review, or failed."""
+        spec = self.specs[sid]
+        common: dict[str, Any] = {"step_id": sid, "branch": spec.branch, "run_id": self.rt.run_id}
+        with self.rt.returned_lock:
+            returned = self.rt.returned.pop(sid, None)
+        if state.is_completed():
+            cached = state.name == "Cached"
+            # The value the body returned in this task run is what Prefect just persisted: no
+            # need to read it back from storage (~0.5 ms a step). A Cached step's body did not run.
+            if cached or returned is None or returned[0] != state.state_details.task_run_id:
+                value = state.result()
+            else:
+                value = returned[2]
+            tail = value.get("stdout") if isinstance(value, dict) and spec.run else None
+            if not self._record_end(
+                sid,
+                EventKind.step_completed,
+                def_hash=self.hashes[sid],
+                result_key=self.result_keys[sid],
+                cached=cached,
+                output_tail=tail,
+                outputs=hash_outputs(self.rt.workdir, spec.outputs),
+                **common,
+            ):
+                return
+            self.values[sid] = value
+            self.status[sid] = "completed"
+            self.guards.after_step(self.rt.context, spec, value)
+            for observer in self.observers:
+                observer.step_completed(self.rt.context, spec)
+            (out.cached if cached else out.executed).append(sid)
+            return
+        exc = state.result(raise_on_failure=False)
+        if isinstance(exc, NeedsReview):  # e.g. an action whose outcome is unknown
+            self.stop(sid, Verdict("review", exc.reason, exc.details))
+            return
+        error = (
+            f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
+        )
+        if not self._record_end(
+            sid,
+            EventKind.step_failed,
+            error=error,
+            output_tail=getattr(exc, "output_tail", None),
+            **common,
+        ):
+            return
+        self.log.error("step %s failed: %s", sid, error)
+        self.status[sid] = "failed"
+        failed_here.add(sid)
+        out.failed.append(sid)
+
+    def _record_end(self, sid: str, kind: EventKind, **data: Any) -> bool:
+        """Record how a step of this run ended; False if this run no longer holds the step.
+
+        That happens when this run's lease ran out (the process was stopped for longer than
+        ``lease_seconds``) and another run took the step over: its record stands. A result this
+        run persisted is found by that run under the same key (``Cached``), so it is not lost.
+        """
+        try:
+            self.ledger.record(self.plan.plan_id, kind, **data)
+            return True
+        except LedgerError as exc:
+            self.log.error("step %s: cannot record %s: %s", sid, kind, exc)
+            self.refresh(sid)
+            return False

@@ -1,0 +1,162 @@
+"""Receipt records and the receipts API of a ledger, free of any storage.
+
+:mod:`.base` (the :class:`~prefect_waymark.ledger.Ledger` interface) and :mod:`.receipts` (the SQL
+implementation, where a record's life is drawn) both import from here, so neither imports the
+other.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ..models import ActionReceipt
+from .schema import RECEIPTS
+
+__all__ = [
+    "MAX_RESULT_CHARS",
+    "ActionClaim",
+    "ClaimStatus",
+    "ReceiptRecord",
+    "ReceiptState",
+    "ReceiptStore",
+    "default_action_key",
+]
+
+ReceiptState = Literal["intent", "applied", "not_applied"]
+ClaimStatus = Literal["claimed", "applied", "open"]
+# Results larger than this are not kept in the receipt (their hash still is).
+MAX_RESULT_CHARS = 16_000
+# The record's fields that are columns of their own; the rest is the row's ``data`` (JSON).
+_COLUMNS = tuple(c for c in RECEIPTS.columns if c != "data")
+
+
+def default_action_key(plan_id: str, step_id: str, action: str) -> str:
+    """The idempotency key an action gets unless its step gives one: ``plan/step/action``."""
+    return f"{plan_id}/{step_id}/{action}"
+
+
+class ReceiptRecord(BaseModel):
+    """One row of ``waymark_receipts``: the intent and, once settled, the receipt."""
+
+    key: str
+    plan_id: str
+    step_id: str
+    action: str
+    state: ReceiptState
+    run_id: str
+    token: str
+    claims: int = 1
+    intent_at: str
+    intent_by: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    outcome: str | None = None
+    external_id: str | None = None
+    response_hash: str | None = None
+    result: Any = None
+    settled_at: str | None = None
+    settled_by: str | None = None
+    source: str | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> ReceiptRecord:
+        """The record from its row: the values of ``RECEIPTS``'s columns, in their order."""
+        values = dict(zip(RECEIPTS.columns, row, strict=True))
+        data = json.loads(values.pop("data"))
+        return cls(**values, **data)
+
+    def row_values(self) -> dict[str, Any]:
+        """The record as a row of ``waymark_receipts``."""
+        data = self.model_dump(exclude=set(_COLUMNS))
+        return {
+            **{c: getattr(self, c) for c in _COLUMNS},
+            "data": json.dumps(data, default=str, sort_keys=True),
+        }
+
+    def to_receipt(self) -> ActionReceipt:
+        """The receipt as a domain record (only meaningful once settled)."""
+        return ActionReceipt(
+            key=self.key,
+            action=self.action,
+            step_id=self.step_id,
+            outcome=self.outcome or self.state,
+            external_id=self.external_id,
+            response_hash=self.response_hash,
+            at=datetime.fromisoformat(self.settled_at or self.intent_at),
+            by=self.settled_by or self.intent_by,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """What the step's projection, ``waymark status`` and the run's marker show."""
+        return {
+            "key": self.key,
+            "action": self.action,
+            "outcome": self.outcome or self.state,
+            "external_id": self.external_id,
+            "response_hash": self.response_hash,
+            "at": self.settled_at or self.intent_at,
+            "by": self.settled_by or self.intent_by,
+            "run_id": self.run_id,
+            "source": self.source,
+        }
+
+
+class ActionClaim(BaseModel):
+    """The answer to a claim: ``claimed`` (run the effect now), ``applied`` (a receipt exists:
+    skip it) or ``open`` (someone's intent has no receipt: outcome unknown)."""
+
+    status: ClaimStatus
+    record: ReceiptRecord
+
+
+class ReceiptStore(ABC):
+    """Receipts of irreversible actions: one record per idempotency key (part of every ledger)."""
+
+    @abstractmethod
+    def claim_action(
+        self,
+        *,
+        plan_id: str,
+        step_id: str,
+        action: str,
+        key: str,
+        run_id: str,
+        by: str | None = None,
+        branch: str | None = None,
+        replace_token: str | None = None,
+    ) -> ActionClaim:
+        """Write the intent for ``key`` before the side effect, unless the key is taken."""
+
+    @abstractmethod
+    def settle_action(
+        self,
+        key: str,
+        *,
+        outcome: Literal["applied", "not_applied"],
+        token: str | None,
+        by: str | None = None,
+        external_id: str | None = None,
+        response_hash: str | None = None,
+        result: Any = None,
+        source: str = "run",
+        note: str | None = None,
+        branch: str | None = None,
+        step: tuple[str, str, str] | None = None,
+        run_id: str | None = None,
+    ) -> ReceiptRecord:
+        """Commit the receipt of the intent ``token`` holds, or record it was not applied."""
+
+    @abstractmethod
+    def receipt(self, key: str) -> ReceiptRecord | None:
+        """The intent or receipt recorded for ``key``."""
+
+    @abstractmethod
+    def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
+        """The plan's intents and receipts (for markers, status and review)."""

@@ -1,0 +1,124 @@
+"""The ledger's storage schema, defined once: its tables, their columns, and how a row becomes a
+record again.
+
+Standard library and pydantic only, so the stdlib reader (:mod:`.sqlite_reader`) builds its SQL
+from it without importing SQLAlchemy. The SQLModel tables (:mod:`._tables`) take their names from
+here and are checked against these columns when they load; :class:`.SqlLedger` and the reader turn
+rows into events and step states with the same functions below.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..errors import LedgerVersionError
+from .events import EventKind, ProgressEvent
+from .step_state import StepState
+
+__all__ = [
+    "EVENTS",
+    "HOLDS",
+    "META",
+    "RECEIPTS",
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSION_KEY",
+    "STEPS",
+    "TABLES",
+    "TableDef",
+    "check_schema_version",
+    "event_from_row",
+    "event_values",
+    "kind_names",
+    "states_by_step",
+]
+
+#: The version of this schema, stored in ``waymark_meta`` under :data:`SCHEMA_VERSION_KEY`.
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_KEY = "schema_version"
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A table's name and its columns, in their order in the table."""
+
+    name: str
+    columns: tuple[str, ...]
+
+    def select(self, where: str, tail: str = "") -> str:
+        """``SELECT <every column> FROM <table> WHERE <where> <tail>`` (for the stdlib reader)."""
+        return f"SELECT {', '.join(self.columns)} FROM {self.name} WHERE {where} {tail}".rstrip()
+
+
+META = TableDef("waymark_meta", ("key", "value"))
+#: Append-only progress events; ``data`` is the kind's payload as JSON.
+EVENTS = TableDef(
+    "waymark_events", ("seq", "plan_id", "step_id", "branch", "kind", "run_id", "at", "data")
+)
+#: The projection: one row per step, ``state`` is a :class:`StepState` as JSON.
+STEPS = TableDef("waymark_steps", ("plan_id", "step_id", "last_seq", "state"))
+#: The single in_progress slot of each (plan, branch); columns in the order of ``Hold``'s fields.
+HOLDS = TableDef(
+    "waymark_holds",
+    ("plan_id", "branch", "step_id", "run_id", "host", "pid", "since", "lease_until"),
+)
+#: Intents and receipts of irreversible actions; the rest of a record is ``data`` (JSON).
+RECEIPTS = TableDef(
+    "waymark_receipts", ("key", "plan_id", "step_id", "action", "state", "run_id", "data")
+)
+TABLES = (META, EVENTS, STEPS, HOLDS, RECEIPTS)
+
+
+def check_schema_version(found: int, where: str) -> None:
+    """Refuse a ledger whose schema was written by a newer prefect-waymark."""
+    if found > SCHEMA_VERSION:
+        raise LedgerVersionError(
+            f"the ledger {where} has schema version {found}, written by a newer "
+            f"prefect-waymark; this version reads up to {SCHEMA_VERSION}: "
+            "upgrade prefect-waymark"
+        )
+
+
+def event_from_row(row: Sequence[Any]) -> ProgressEvent:
+    """An event from its row: the values of :data:`EVENTS`'s columns, in their order."""
+    seq, plan_id, step_id, branch, kind, run_id, at, data = row
+    return ProgressEvent(
+        seq=seq,
+        plan_id=plan_id,
+        step_id=step_id,
+        branch=branch,
+        kind=kind,
+        run_id=run_id,
+        at=datetime.fromisoformat(at),
+        data=json.loads(data),
+    )
+
+
+def event_values(ev: ProgressEvent) -> dict[str, Any]:
+    """The row of a new event (``seq`` is the database's to give); ``kind`` as its plain name."""
+    return {
+        "plan_id": ev.plan_id,
+        "step_id": ev.step_id,
+        "branch": ev.branch,
+        "kind": EventKind(ev.kind).value,
+        "run_id": ev.run_id,
+        "at": ev.at.isoformat(),
+        "data": json.dumps(ev.data, default=str, sort_keys=True),
+    }
+
+
+def kind_names(kinds: Iterable[EventKind | str]) -> list[str]:
+    """Kinds as the plain strings stored in the ``kind`` column (for ``kind IN (...)``).
+
+    Plain ``str``: a database driver need not know the enum (psycopg would write its name).
+    """
+    return [k.value if isinstance(k, EventKind) else str(k) for k in kinds]
+
+
+def states_by_step(states_json: Iterable[str]) -> dict[str, StepState]:
+    """The projection from the ``state`` column of a plan's :data:`STEPS` rows."""
+    states = [StepState.model_validate_json(s) for s in states_json]
+    return {s.step_id: s for s in states}

@@ -1,0 +1,210 @@
+"""The review gate: the one place that acts on guards' verdicts.
+
+Guards, the scheduler and steps only decide that a step must stop. The gate records the stop
+(``step_needs_review``, or ``step_refused`` with its ``drift`` event), announces it (the
+``waymark.plan.needs-review`` Prefect event, once per step and run), waits for an answer in the
+Prefect UI when the run was asked to (``review_wait_seconds``: every kind of stop can pause — a
+ref or contract conflict, an edited output, an action whose outcome is unknown, a lost result),
+applies the answer, and checks whether the plan is aborted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import LedgerError
+from ..guards.base import Verdict
+from ..ledger.events import EventKind
+from .decisions import abort_event, apply_decision
+
+if TYPE_CHECKING:
+    from ..ledger.base import Ledger
+    from ..ledger.events import ProgressEvent
+    from ..plan.spec import PlanSpec
+
+__all__ = ["GateOutcome", "ReviewGate"]
+
+#: What became of a stop: the step may go on (a person answered accept or rerun during the
+#: pause), it waits at needs_review, it was refused, or another run moved it on first.
+GateOutcome = Literal["go_on", "needs_review", "refused", "moved"]
+
+Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+
+def _in_flow_run() -> bool:
+    try:
+        from prefect.context import FlowRunContext
+    except ImportError:  # pragma: no cover - Prefect is a dependency
+        return False
+    return FlowRunContext.get() is not None
+
+
+class ReviewGate:
+    """Records, announces, waits for and applies every stop of one run."""
+
+    def __init__(
+        self,
+        plan: PlanSpec,
+        ledger: Ledger,
+        run_id: str,
+        logger: Logger,
+        *,
+        wait_seconds: float = 0,
+    ) -> None:
+        self.plan = plan
+        self.ledger = ledger
+        self.run_id = run_id
+        self.log = logger
+        self.wait_seconds = wait_seconds
+        self.aborted: ProgressEvent | None = None
+        #: Called after a person's answer was applied (e.g. the re-anchoring guard reloads the
+        #: versions the answer accepted).
+        self.on_answer: list[Callable[[], None]] = []
+        self._announced: set[str] = set()
+
+    # -- aborts ----------------------------------------------------------------------------
+    def check_abort(self) -> bool:
+        """Read whether the plan is aborted (at run start, and after an answer)."""
+        self.aborted = abort_event(self.ledger, self.plan.plan_id)
+        return self.aborted is not None
+
+    def abort_message(self) -> str:
+        ev = self.aborted
+        assert ev is not None
+        who = ev.data.get("by") or "someone"
+        why = f" ({ev.data['reason']})" if ev.data.get("reason") else ""
+        return (
+            f"plan {self.plan.plan_id!r} was aborted by {who} at {ev.at.isoformat()}{why}; "
+            "`waymark run` will not run it (answer with `waymark review --accept|--rerun` to "
+            "lift the abort)"
+        )
+
+    def abort_verdict(self) -> Verdict | None:
+        """The stop an aborted plan puts on the step it would run next."""
+        if self.aborted is None:
+            return None
+        return Verdict("review", self.abort_message(), {"aborted": True})
+
+    # -- stops -----------------------------------------------------------------------------
+    def stop(self, step_id: str, verdict: Verdict) -> GateOutcome:
+        """Record ``verdict`` on ``step_id``, announce it, and (if asked to) wait for an answer."""
+        spec = self.plan.step(step_id)
+        if verdict.kind == "refuse":
+            return self._refuse(step_id, spec.branch, verdict)
+        try:
+            self.ledger.record(
+                self.plan.plan_id,
+                EventKind.step_needs_review,
+                step_id=step_id,
+                branch=spec.branch,
+                run_id=self.run_id,
+                reason=verdict.reason,
+                details=verdict.details,
+            )
+        except LedgerError:  # another run moved the step on (e.g. a rerun): its word stands
+            return "moved"
+        self.log.warning("step %s needs review: %s", step_id, verdict.reason)
+        d = verdict.details
+        self.announce(
+            [
+                {
+                    "step": step_id,
+                    "reason": verdict.reason,
+                    "ref": d.get("ref"),
+                    "accepted": d.get("accepted"),
+                    "current": d.get("current"),
+                    "at": d.get("at"),
+                }
+            ]
+        )
+        if self.wait_seconds <= 0 or not _in_flow_run() or self.aborted is not None:
+            return "needs_review"
+        return self._wait(step_id)
+
+    def _refuse(self, step_id: str, branch: str, verdict: Verdict) -> GateOutcome:
+        if verdict.drift is not None:
+            self.ledger.record(
+                self.plan.plan_id,
+                EventKind.drift,
+                step_id=step_id,
+                run_id=self.run_id,
+                **verdict.drift,
+            )
+        try:
+            self.ledger.record(
+                self.plan.plan_id,
+                EventKind.step_refused,
+                step_id=step_id,
+                branch=branch,
+                run_id=self.run_id,
+                reason=verdict.reason,
+                details=verdict.details,
+            )
+        except LedgerError:
+            return "moved"
+        self.log.error("step %s refused: %s", step_id, verdict.reason)
+        return "refused"
+
+    def _wait(self, step_id: str) -> GateOutcome:
+        from prefect.runtime import flow_run
+
+        from .signal import wait_for_review
+
+        self.ledger.record(
+            self.plan.plan_id,
+            EventKind.review_waiting,
+            step_id=step_id,
+            run_id=self.run_id,
+            flow_run_id=str(flow_run.get_id()),
+            timeout_seconds=self.wait_seconds,
+        )
+        self.log.warning(
+            "step %s: the flow run pauses up to %ss for an answer (accept / rerun / abort) in "
+            "the Prefect UI",
+            step_id,
+            self.wait_seconds,
+        )
+        answer = wait_for_review(self.wait_seconds)
+        if answer is None:
+            self.log.warning("no answer within %ss: the run stops for review", self.wait_seconds)
+            return "needs_review"
+        done = apply_decision(
+            self.ledger,
+            self.plan,
+            answer.decision,
+            step_id=step_id,
+            by=answer.by or "prefect-ui",
+            reason=answer.reason,
+            run_id=self.run_id,
+        )
+        for line in done:
+            self.log.info("review: %s", line)
+        for listener in self.on_answer:
+            listener()
+        if answer.decision == "abort":
+            self.check_abort()
+            return "needs_review"
+        return "go_on"
+
+    # -- announcements ---------------------------------------------------------------------
+    def announce(self, steps: list[dict[str, Any]]) -> None:
+        """Emit ``waymark.plan.needs-review`` for the steps not announced yet in this run."""
+        fresh = [s for s in steps if str(s["step"]) not in self._announced]
+        if not fresh or not _in_flow_run():
+            return
+        from .signal import emit_needs_review
+
+        try:
+            emit_needs_review(self.plan.plan_id, self.run_id, fresh)
+        except Exception as exc:  # noqa: BLE001 - a lost notification must not stop the run
+            self.log.warning("could not emit the needs-review event: %s", exc)
+        self._announced.update(str(s["step"]) for s in fresh)
+
+    def announce_open(self, needs_review: list[dict[str, Any]]) -> None:
+        """Announce the stops waiting in the plan's view that this run has not announced yet
+        (e.g. left by an earlier run, or recorded by another runner)."""
+        self.announce(
+            [{"step": str(item["step"]), "reason": item.get("reason")} for item in needs_review]
+        )

@@ -1,0 +1,305 @@
+"""Execution markers with real Prefect flow runs: the ledger event, EXECUTION_MARKER.json, the
+human views and the Prefect artifacts read back through Prefect's client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefect_waymark.ledger import default_ledger_url, open_ledger
+from prefect_waymark.markers import (
+    MARKER_FILE,
+    MarkerFileError,
+    artifact_key,
+    marker_history,
+    read_marker_file,
+)
+from prefect_waymark.markers.generated_files import GENERATED_LINE, is_generated
+from tests._support.helpers import run_cli, write_plan
+from tests._support.inprocess import flow_outcome
+
+MARKER_FIELDS = {
+    "plan_id",
+    "executed_at",
+    "executor",
+    "workdir",
+    "flow_run_id",
+    "executed_steps",
+    "skipped_steps",
+    "failed_steps",
+    "outputs",
+    "receipts",
+    "state_refs",
+    "contract",
+    "result",
+    "next_start",
+}
+
+
+def _plan(folder: Path, plan_id: str = "Marker_Plan.v1") -> Path:
+    return write_plan(
+        folder,
+        {
+            "plan_id": plan_id,
+            "title": "Marker test",
+            "contract": {"goal_id": "g-1", "version": 2, "objective": "Write three files"},
+            "steps": [
+                {"id": "one", "run": "echo 1 > one.txt", "outputs": ["one.txt"]},
+                {
+                    "id": "two",
+                    "depends_on": ["one"],
+                    "run": "test -f allow-two || exit 5; echo 2 > two.txt",
+                    "outputs": ["two.txt"],
+                    "acceptance": ["two.txt holds 2"],
+                },
+                {"id": "three", "depends_on": ["two"], "run": "echo 3 > three.txt"},
+            ],
+        },
+    )
+
+
+def _run(plan: Path, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+    ended, summary = flow_outcome(plan, **kwargs)
+    return (summary.result if ended == "completed" else "failed"), summary.model_dump()
+
+
+def test_artifact_keys_are_normalised() -> None:
+    assert artifact_key("Marker_Plan.v1", "marker") == "waymark-marker-plan-v1-marker"
+    assert artifact_key("--X--", "steps") == "waymark-x-steps"
+
+
+def test_three_runs_leave_three_markers_in_order(prefect_server: str, tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    assert _run(plan, max_steps=1)[0] == "stopped"
+    assert _run(plan)[0] == "failed"
+    (tmp_path / "allow-two").write_text("")
+    assert _run(plan)[0] == "completed"
+
+    doc = read_marker_file(tmp_path / MARKER_FILE)
+    assert doc is not None and doc["plan_id"] == "Marker_Plan.v1"
+    history = doc["execution_history"]
+    assert [m["result"] for m in history] == ["stopped", "failed", "completed"]
+    for m in history:
+        assert MARKER_FIELDS <= set(m), MARKER_FIELDS - set(m)
+        assert m["executed_at"][-6] in "+-" and m["executed_at"][-3] == ":"  # ISO 8601 offset
+    assert [m["executed_steps"] for m in history] == [["one"], [], ["two", "three"]]
+    assert history[0]["next_start"] == {"step": "two", "why": "budget reached (--max-steps 1)"}
+    assert history[1]["failed_steps"] == ["two"]
+    assert history[1]["next_start"]["step"] == "two"
+    assert history[2]["next_start"]["step"] is None
+    assert history[2]["skipped_steps"] == ["one"]
+    assert history[2]["started_from"] == "two"
+    for m in history:  # every run re-read the contract; its marker says which one it saw
+        assert m["contract"]["goal_id"] == "g-1" and m["contract"]["version"] == 2
+        assert m["contract"]["hash"].startswith("sha256:") and len(m["contract"]["hash"]) == 71
+    outs = {o["path"]: o["sha256"] for m in history for o in m["outputs"]}
+    import hashlib
+
+    assert outs["two.txt"] == hashlib.sha256(b"2\n").hexdigest()
+    # The file says it is generated on its first line, and matches the ledger exactly.
+    assert (tmp_path / MARKER_FILE).read_text().startswith('{"generated_by": "prefect-waymark')
+    with open_ledger(default_ledger_url(tmp_path)) as led:
+        assert marker_history(led, "Marker_Plan.v1") == history
+    # Human views.
+    state_md = (tmp_path / "STATE.md").read_text()
+    assert state_md.startswith(GENERATED_LINE)
+    assert "Latest execution record: EXECUTION_MARKER.json" in state_md
+    tasks = (tmp_path / "TASKS.md").read_text()
+    assert "[x] `three`" in tasks and "**completed**" in tasks
+    log = (tmp_path / "IMPLEMENTATION_LOG.md").read_text()
+    assert log.count("## Run ") == 3
+    assert "two: two.txt holds 2 — evidence: `two.txt` sha256" in log
+
+    # Prefect artifacts, read back through Prefect's client: three versions of the marker key.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    key = artifact_key("Marker_Plan.v1", "marker")
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+            sort=ArtifactSort.CREATED_DESC,
+        )
+    assert len(arts) == 3
+    bodies = [a.data for a in reversed(arts)]  # oldest first
+    for body, marker in zip(bodies, history, strict=True):
+        assert isinstance(body, str)
+        embedded = json.loads(body[body.index("```json\n") + 8 : body.rindex("```")])
+        assert embedded == marker
+    # The progress artifact of the last run ends at 100 %; the steps table lists every step.
+    from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+
+    with get_client(sync_client=True) as client:
+        latest = client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(
+                key=ArtifactCollectionFilterKey(
+                    any_=[artifact_key("Marker_Plan.v1", k) for k in ("progress", "steps")]
+                )
+            )
+        )
+    by_key = {a.key: a for a in latest}
+    assert float(by_key[artifact_key("Marker_Plan.v1", "progress")].data) == 100.0
+    table = by_key[artifact_key("Marker_Plan.v1", "steps")].data
+    rows = json.loads(table) if isinstance(table, str) else table
+    assert [r["step"] for r in rows] == ["one", "two", "three"]
+    assert {r["status"] for r in rows} == {"completed"}
+    from prefect_waymark.markers.artifacts import read_latest_marker
+
+    assert read_latest_marker("Marker_Plan.v1") == history[-1]
+    proc = run_cli("marker", str(plan), "--json", "--from-prefect")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["run_id"] == history[-1]["run_id"]
+    proc = run_cli("marker", str(plan), "--history", "--json")
+    assert json.loads(proc.stdout)["execution_history"] == history
+
+
+def test_corrupt_marker_is_refused_then_rebuilt(prefect_server: str, tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "corrupt-plan")
+    (tmp_path / "allow-two").write_text("")
+    assert _run(plan, max_steps=1)[0] == "stopped"
+    marker = tmp_path / MARKER_FILE
+    good = marker.read_text()
+
+    # Hand-edited: still valid JSON, but the history no longer matches the ledger.
+    edited = json.loads(good)
+    edited["execution_history"][0]["executed_steps"] = ["one", "two"]
+    marker.write_text(json.dumps(edited))
+    ledger_db = tmp_path / ".waymark" / "ledger.db"
+    before = ledger_db.stat().st_size, len(os.listdir(tmp_path))
+    proc = run_cli("run", str(plan))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "EXECUTION_MARKER.json" in proc.stderr and "edited by hand" in proc.stderr
+    assert "--rebuild" in proc.stderr
+    with open_ledger(default_ledger_url(tmp_path)) as led:
+        assert len(marker_history(led, "corrupt-plan")) == 1  # nothing ran, nothing recorded
+    assert (ledger_db.stat().st_size, len(os.listdir(tmp_path))) == before
+
+    # Truncated: not JSON at all.
+    marker.write_text(good[: len(good) // 2])
+    proc = run_cli("run", str(plan))
+    assert proc.returncode == 2 and "corrupt marker file" in proc.stderr
+
+    proc = run_cli("marker", str(plan), "--rebuild")
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text() == good
+    assert _run(plan)[0] == "completed"
+    doc = read_marker_file(marker)
+    assert doc is not None and len(doc["execution_history"]) == 2
+
+
+def test_user_written_tasks_md_is_never_overwritten(prefect_server: str, tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "user-files")
+    mine = "# My own task list\n- [ ] buy milk\n"
+    (tmp_path / "TASKS.md").write_text(mine)
+    proc = run_cli("run", str(plan))
+    assert proc.returncode == 2
+    assert "TASKS.md" in proc.stderr and "--markers-dir" in proc.stderr
+    assert not (tmp_path / ".waymark").exists()  # refused before any ledger write
+    assert (tmp_path / "TASKS.md").read_text() == mine
+    (tmp_path / "allow-two").write_text("")
+    proc = run_cli("run", str(plan), "--markers-dir", str(tmp_path / "waymark-files"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "TASKS.md").read_text() == mine
+    assert is_generated(tmp_path / "waymark-files" / "TASKS.md")
+    assert (tmp_path / "waymark-files" / MARKER_FILE).exists()
+
+
+def test_edited_output_stops_at_needs_review(prefect_server: str, tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "edited-output")
+    (tmp_path / "allow-two").write_text("")
+    assert _run(plan, until="two")[0] == "stopped"
+    (tmp_path / "two.txt").write_text("2, corrected by a person\n")
+    result, summary = _run(plan)
+    assert result == "needs_review"
+    assert summary["needs_review"][0]["step"] == "two"
+    assert "two.txt" in summary["needs_review"][0]["reason"]
+    assert summary["executed_steps"] == []
+    assert (tmp_path / "two.txt").read_text() == "2, corrected by a person\n"
+    assert not (tmp_path / "three.txt").exists()
+    proc = run_cli("status", str(plan), "--json")
+    assert proc.returncode == 4
+    assert json.loads(proc.stdout)["needs_review"][0]["step"] == "two"
+    # The stop is announced to Prefect like every other review stop.
+    from tests._support.prefect_events import needs_review_events
+
+    events = needs_review_events("edited-output")
+    assert events, "no waymark.plan.needs-review event for an edited output"
+    assert events[0].payload["steps"][0]["step"] == "two"
+
+
+def test_mutable_output_may_change(prefect_server: str, tmp_path: Path) -> None:
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "mutable-output",
+            "steps": [
+                {
+                    "id": "notes",
+                    "run": "echo draft > notes.md",
+                    "outputs": ["notes.md"],
+                    "mutable_outputs": ["notes.md"],
+                },
+                {"id": "after", "depends_on": ["notes"], "run": "cat notes.md > copy.md"},
+            ],
+        },
+    )
+    assert _run(plan, max_steps=1)[0] == "stopped"
+    (tmp_path / "notes.md").write_text("edited by a person\n")
+    assert _run(plan)[0] == "completed"
+    assert (tmp_path / "copy.md").read_text() == "edited by a person\n"
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from prefect_waymark.markers.marker_file import write_marker_file
+path = Path(sys.argv[1])
+n = 0
+while True:
+    n += 1
+    history = [{"executed_at": "x", "n": n, "pad": "y" * 200_000} for _ in range(5)]
+    write_marker_file(path, "atomic", history)
+    Path(sys.argv[2]).write_text(str(n))
+"""
+
+
+def test_marker_write_is_atomic_when_killed(tmp_path: Path) -> None:
+    """Kill a writer with SIGKILL mid-write, many times: the file is always old or new, whole."""
+    target = tmp_path / MARKER_FILE
+    progress = tmp_path / "progress"
+    kills = 0
+    seen: set[int] = set()
+    for i in range(12):
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target), str(progress)])
+        deadline = time.monotonic() + 30
+        while not progress.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05 + 0.013 * i)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        doc = read_marker_file(target)  # raises MarkerFileError if partial
+        assert doc is not None and len(doc["execution_history"]) == 5
+        seen.add(doc["execution_history"][0]["n"])
+        progress.unlink()
+    assert kills == 12
+    assert len(seen) >= 2  # the kills landed at different points of the writing loop
+
+
+def test_foreign_marker_file_refused_without_ledger(tmp_path: Path) -> None:
+    from prefect_waymark.markers import preflight_markers
+    from prefect_waymark.plan.loader import load_plan
+
+    plan = _plan(tmp_path, "foreign")
+    (tmp_path / MARKER_FILE).write_text('{"plan_id": "foreign", "execution_history": []}')
+    with pytest.raises(MarkerFileError, match="not written by prefect-waymark"):
+        preflight_markers(load_plan(plan), None, tmp_path)

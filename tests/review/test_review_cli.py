@@ -1,0 +1,101 @@
+"""``waymark review`` on SQLite and PostgreSQL ledgers: every decision is an event; accepting
+takes the versions the review showed, never whatever is newest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect_waymark.guards.conflicts import load_accepted
+from prefect_waymark.ledger import open_ledger
+from tests._support.helpers import run_cli, write_plan
+
+
+def _plan(tmp_path: Path) -> Path:
+    return write_plan(
+        tmp_path,
+        {
+            "plan_id": "rv",
+            "state_refs": [
+                {"name": "orders", "kind": "file", "path": "orders.json"},
+                {"name": "prices", "kind": "file", "path": "prices.json"},
+            ],
+            "steps": [
+                {"id": "a", "run": "true", "reads": ["orders"]},
+                {"id": "b", "branch": "side", "run": "true", "reads": ["prices"]},
+            ],
+        },
+    )
+
+
+def _conflict(ref: str, accepted: str, current: str | None, problem: str) -> dict[str, Any]:
+    return {
+        "ref": ref,
+        "kind": "file",
+        "problem": problem,
+        "message": f"{ref} {problem}",
+        "at": "2026-11-30T10:00:00+00:00",
+        "accepted": accepted,
+        "current": current,
+        "error": None if current else "boom",
+        "on_error": "review",
+    }
+
+
+def test_review_decisions(ledger_url: str, tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    led_args = ("--ledger", ledger_url)
+    proc = run_cli("review", str(plan), "--accept", *led_args)
+    assert proc.returncode == 2 and "nothing needs review" in proc.stderr  # no ledger yet
+    with open_ledger(ledger_url) as led:
+        led.record("rv", "accepted_versions", refs={"orders": "o1", "prices": "p1"})
+        for sid, branch, conflicts in (
+            ("a", "main", [_conflict("orders", "o1", "o2", "changed")]),
+            ("b", "side", [_conflict("prices", "p1", None, "unreadable")]),
+        ):
+            led.record(
+                "rv",
+                "step_needs_review",
+                step_id=sid,
+                branch=branch,
+                reason="conflict",
+                details={"ref": conflicts[0]["ref"], "conflicts": conflicts},
+            )
+    proc = run_cli("review", str(plan), "--accept", *led_args)
+    assert proc.returncode == 2 and "several steps need review (a, b)" in proc.stderr
+    assert run_cli("review", str(plan), *led_args).returncode == 2  # no decision given
+    proc = run_cli("review", str(plan), "--accept", "--rerun", "--step", "a", *led_args)
+    assert proc.returncode == 2 and "exactly one" in proc.stderr
+    assert run_cli("review", str(plan), "--step", "zz", "--accept", *led_args).returncode == 2
+
+    proc = run_cli("review", str(plan), "--step", "a", "--accept", "--by", "ann", *led_args)
+    assert proc.returncode == 0, proc.stderr
+    assert "accepted: orders = o2" in proc.stdout
+    proc = run_cli("review", str(plan), "--step", "a", "--accept", *led_args)
+    assert proc.returncode == 2 and "not needs_review" in proc.stderr
+    # An unreadable ref shows no current version: re-running accepts nothing new for it.
+    proc = run_cli("review", str(plan), "--rerun", "--reason", "retry the read", *led_args)
+    assert proc.returncode == 0, proc.stderr
+    with open_ledger(ledger_url) as led:
+        states = led.step_states("rv")
+        accepted = load_accepted(led, "rv")
+        decided = led.events("rv", kinds=["step_review_accepted", "step_rerun_requested"])
+    assert accepted.refs == {"orders": "o2", "prices": "p1"}
+    assert states["a"].status == "pending" and states["b"].status == "pending"
+    assert states["b"].generation == 1
+    assert [(e.kind, e.data["by"]) for e in decided][0] == ("step_review_accepted", "ann")
+    assert decided[1].data["reason"] == "retry the read"
+
+    assert run_cli("review", str(plan), "--abort", "--reason", "stop", *led_args).returncode == 0
+    proc = run_cli("review", str(plan), "--abort", *led_args)
+    assert proc.returncode == 0 and "already aborted" in proc.stdout
+    with open_ledger(ledger_url) as led:
+        led.record("rv", "step_needs_review", step_id="a", branch="main", reason="again")
+    proc = run_cli("review", str(plan), "--accept", *led_args)
+    assert proc.returncode == 0 and "lifts the abort" in proc.stdout
+    with open_ledger(ledger_url) as led:
+        kinds = [e.kind for e in led.events("rv")]
+    assert kinds.count("plan_aborted") == 1 and kinds[-2:] == [
+        "plan_abort_lifted",
+        "step_review_accepted",
+    ]

@@ -1,0 +1,200 @@
+"""The package's shape: no import cycle between its modules, no module over 400 lines, and only
+the error tree, the domain records and ``__init__`` at the top level.
+
+The import graph is read from the source with :mod:`ast` (nothing is imported): every import,
+including those inside functions, except under ``if TYPE_CHECKING:`` (type checkers only).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+NAME = "prefect_waymark"
+PACKAGE = Path(__file__).resolve().parents[1] / NAME  # read, never imported
+MAX_LINES = 400
+TOP_LEVEL_MODULES = {"__init__.py", "errors.py", "models.py"}
+
+
+def _module_files() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its ``__init__``)."""
+    modules: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        if "__pycache__" in rel.parts:
+            continue
+        parts = [NAME, *rel.parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import under ``node`` (in functions too), skipping ``if TYPE_CHECKING:`` bodies."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.orelse:  # the ``else:`` branch runs
+                if isinstance(stmt, ast.Import | ast.ImportFrom):
+                    yield stmt
+                yield from _imports(stmt)
+            continue
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child
+        yield from _imports(child)
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute name ``from <...> import`` refers to, relative imports resolved."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (``from X import n``: X, and X.n if a module)."""
+    modules = _module_files()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in _imports(tree):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+                continue
+            source = _resolve(name, is_package, node)
+            targets.add(source)
+            targets.update(f"{source}.{alias.name}" for alias in node.names)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iteratively; components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _shortest_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """A shortest cycle through the component's first module, as a -> b -> ... -> a."""
+    members = set(component)
+    start = component[0]
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for child in sorted(graph[node] & members):
+            if child == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return [start, *reversed(path[:-1]), start]
+            if child not in came_from:
+                came_from[child] = node
+                queue.append(child)
+    raise AssertionError(f"no cycle through {start}")  # pragma: no cover
+
+
+def import_cycles() -> list[list[str]]:
+    graph = import_graph()
+    return [_shortest_cycle(graph, c) for c in _strongly_connected(graph)]
+
+
+def _short(module: str) -> str:
+    return module.removeprefix(NAME + ".")
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    """Relative, function-level and ``from pkg import submodule`` imports are edges;
+    ``if TYPE_CHECKING:`` imports are not."""
+    graph = import_graph()
+    top = graph[NAME]
+    assert f"{NAME}.errors" in top  # from .errors import (...)
+    assert f"{NAME}.flows.run_plan" in top  # inside __getattr__
+    assert f"{NAME}.blocks" in top  # from . import blocks as _blocks
+    assert f"{NAME}.run.summary" not in graph[f"{NAME}.errors"]  # TYPE_CHECKING only
+    assert set().union(*graph.values()) <= set(graph)
+    tree = ast.parse(
+        "if TYPE_CHECKING:\n    import a\nelse:\n    import b\ndef f():\n    import c\n"
+    )
+    assert [alias.name for node in _imports(tree) for alias in node.names] == ["b", "c"]
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    components = _strongly_connected(graph)
+    assert components == [["a", "b", "c"]]
+    assert _shortest_cycle(graph, components[0]) == ["a", "b", "c", "a"]
+
+
+def test_no_import_cycles() -> None:
+    cycles = import_cycles()
+    text = "\n".join("  " + " -> ".join(_short(m) for m in c) for c in cycles)
+    assert not cycles, f"{len(cycles)} import cycle(s) in {NAME}/:\n{text}"
+
+
+def test_no_module_over_400_lines() -> None:
+    long = {
+        str(path.relative_to(PACKAGE)): n
+        for path in _module_files().values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_top_level_holds_only_errors_records_and_init() -> None:
+    # py.typed and data files are not modules; capability packages are folders.
+    modules = {p.name for p in PACKAGE.iterdir() if p.is_file() and p.suffix == ".py"}
+    assert modules - TOP_LEVEL_MODULES == set(), sorted(modules)
