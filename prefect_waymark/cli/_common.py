@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import typer
 
-from ..errors import LedgerError, PlanError
+from ..errors import LedgerError, LedgerNotFound, PlanError
 from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_ledger_url
 from ..plan.loader import load_plan
 from ..plan.spec import PlanSpec
@@ -35,34 +35,21 @@ def workdir_for(plan: PlanSpec, workdir: Path | None) -> Path:
     return base.resolve()
 
 
-def _missing_sqlite_file(url: str) -> bool:
-    from ..ledger.sqlite_reader import sqlite_path
-
-    path = sqlite_path(url)
-    return path is not None and not path.exists()
-
-
 def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | None:
     """Open the ledger; with ``create=False`` a ledger that does not exist yet gives ``None``."""
-    resolved = resolve_ledger_url(url, workdir)
-    if not create and _missing_sqlite_file(resolved):
-        return None
     try:
-        return open_ledger(resolved, create=create)
+        return open_ledger(resolve_ledger_url(url, workdir), create=create)
+    except LedgerNotFound:  # only without create: nothing recorded there yet
+        return None
     except LedgerError as exc:
-        if not create and "no ledger tables" in str(exc):
-            return None
         fail(str(exc))
 
 
 def open_reader_or_exit(url: str | None, workdir: Path) -> LedgerReader | None:
     """Open the ledger read-only (SQLite without SQLAlchemy); ``None`` if it does not exist."""
-    resolved = resolve_ledger_url(url, workdir)
-    if _missing_sqlite_file(resolved):
-        return None
     try:
-        return open_reader(resolved)
+        return open_reader(resolve_ledger_url(url, workdir))
+    except LedgerNotFound:
+        return None
     except LedgerError as exc:
-        if "no ledger tables" in str(exc):
-            return None
         fail(str(exc))

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..ledger.events import EventKind
 from ..run import exit_codes
 from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
 
@@ -84,7 +85,7 @@ def status(
                 extra["rebuilt"] = {"steps": len(states), "changed": before != states}
             else:
                 states = led.step_states(spec.plan_id)
-            last = led.last_event(spec.plan_id, ["run_finished"])
+            last = led.last_event(spec.plan_id, [EventKind.run_finished])
             if last is not None:
                 extra["last_run"] = {"at": last.at.isoformat(), **last.data}
     view = build_view(spec, states)
@@ -211,7 +212,7 @@ def rerun(
         try:
             led.record(
                 spec.plan_id,
-                "step_rerun_requested",
+                EventKind.step_rerun_requested,
                 step_id=step,
                 branch=spec.step(step).branch,
                 by=by or default_executor(),

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from ..errors import LedgerError
 from ..ledger import Ledger
-from ..ledger.receipts import ReceiptRecord, default_action_key
+from ..ledger.events import EventKind
+from ..ledger.receipt_records import ReceiptRecord, default_action_key
 from ..plan.spec import PlanSpec
 from ..run import exit_codes
 from ..run.identity import default_executor
@@ -94,7 +95,7 @@ def record_receipt(
     if state is not None and state.status == "needs_review" and not state.open_actions:
         ledger.record(
             plan.plan_id,
-            "step_review_accepted",
+            EventKind.step_review_accepted,
             step_id=step_id,
             branch=spec.branch,
             by=who,

@@ -74,8 +74,8 @@ class Hold:
 
 
 class LedgerReader(Protocol):
-    """What read-only commands (``waymark status``) need; every :class:`Ledger` is one, and so is
-    the stdlib reader of a SQLite file (:class:`~prefect_waymark.ledger.sqlite_reader.SqliteReader`).
+    """What read-only commands (``waymark status``) need: every :class:`Ledger` is one, and so is
+    the stdlib reader of a SQLite file (:class:`.sqlite_reader.SqliteReader`).
     """
 
     url: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any, Required, TypedDict
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -128,11 +128,12 @@ class ProgressEvent(BaseModel):
 
 
 # -- payloads: the ``data`` fields each kind's writers put in -----------------------------------
-# total=False: readers take every field with ``.get`` (an older ledger may lack one);
-# ``Required`` marks what every writer in the package always writes.
+# A class's own keys are those every writer in the package always puts in; a ``total=False``
+# subclass adds the ones some writers leave out. Readers still take fields with ``.get``: a ledger
+# written by an older version may lack one.
 
 
-class RunStartedData(TypedDict, total=False):
+class RunStartedData(TypedDict):
     flow_run_id: str | None
     executor: str
     workdir: str
@@ -145,7 +146,7 @@ class RunStartedData(TypedDict, total=False):
     until: str | None
 
 
-class RunFinishedData(TypedDict, total=False):
+class RunFinishedData(TypedDict):
     """A run's summary (:class:`~prefect_waymark.run.summary.RunSummary`)."""
 
     plan_id: str
@@ -155,7 +156,7 @@ class RunFinishedData(TypedDict, total=False):
     workdir: str
     started_at: str
     finished_at: str
-    result: Required[str]
+    result: str
     started_from: str | None
     executed_steps: list[str]
     cached_steps: list[str]
@@ -167,11 +168,11 @@ class RunFinishedData(TypedDict, total=False):
     next_start_reason: str
 
 
-class MarkerWrittenData(TypedDict, total=False):
+class MarkerWrittenData(TypedDict):
     """A run's execution marker (:func:`~prefect_waymark.markers.build_marker`)."""
 
-    plan_id: Required[str]
-    run_id: Required[str]
+    plan_id: str
+    run_id: str
     executed_at: str
     started_at: str
     executor: str
@@ -190,52 +191,63 @@ class MarkerWrittenData(TypedDict, total=False):
     marker_file: str | None
 
 
-class StepStartedData(TypedDict, total=False):
+class StepStartedData(TypedDict):
     def_hash: str
     result_key: str
     host: str
     pid: int
 
 
-class StepAttemptFailedData(TypedDict, total=False):
+class StepAttemptFailedData(TypedDict):
     attempt: int
     error: str
     output_tail: str | None
     will_retry: bool
 
 
-class StepCompletedData(TypedDict, total=False):
+class _StepCompleted(TypedDict):
     def_hash: str
     result_key: str
     cached: bool
-    attempts: int
     output_tail: str | None
     outputs: dict[str, str]
 
 
-class StepFailedData(TypedDict, total=False):
+class StepCompletedData(_StepCompleted, total=False):
+    attempts: int  # read by the projection; the runner leaves it out
+
+
+class _StepFailed(TypedDict):
     error: str
-    attempts: int
     output_tail: str | None
 
 
-class StepInterruptedData(TypedDict, total=False):
-    dead_run: Required[str]
+class StepFailedData(_StepFailed, total=False):
+    attempts: int  # read by the projection; the runner leaves it out
+
+
+class StepInterruptedData(TypedDict):
+    dead_run: str
     reason: str
 
 
-class StepStoppedData(TypedDict, total=False):
+class _Reason(TypedDict):
+    reason: str
+
+
+class StepStoppedData(_Reason):
     """``step_needs_review`` and ``step_refused``: why, and what was found."""
 
-    reason: Required[str]
     details: dict[str, Any]
 
 
-class StepDecisionData(TypedDict, total=False):
+class _Decision(_Reason):
+    by: str
+
+
+class StepDecisionData(_Decision, total=False):
     """``step_rerun_requested`` and ``step_review_accepted``: a person's (or a review's) word."""
 
-    by: str
-    reason: str
     review_reason: str | None
     from_review: bool
     def_hash: str
@@ -243,20 +255,24 @@ class StepDecisionData(TypedDict, total=False):
     outputs: dict[str, str]
 
 
-class ActionIntentData(TypedDict, total=False):
-    key: Required[str]
-    action: Required[str]
+class _ActionRef(TypedDict):
+    key: str
+    action: str
+
+
+class _ActionClaim(_ActionRef):
     claims: int
+
+
+class ActionIntentData(_ActionClaim, total=False):
     by: str
     host: str
     pid: int
 
 
-class ActionSettledData(TypedDict, total=False):
+class ActionSettledData(_ActionRef, total=False):
     """``action_applied`` and ``action_not_applied``: the receipt's summary."""
 
-    key: Required[str]
-    action: Required[str]
     outcome: str
     external_id: str
     response_hash: str
@@ -266,41 +282,45 @@ class ActionSettledData(TypedDict, total=False):
     note: str
 
 
-class ReanchorData(TypedDict, total=False):
+class _Reanchor(TypedDict):
     point: str
-    contract: dict[str, Any] | None
     refs: list[dict[str, Any]]
     conflicts: list[dict[str, Any]]
+
+
+class ReanchorData(_Reanchor, total=False):
+    contract: dict[str, Any] | None
     forbidden: list[str]
 
 
-class AcceptedVersionsData(TypedDict, total=False):
-    refs: Required[dict[str, str]]
-    reason: str
+class _Accepted(_Reason):
+    refs: dict[str, str]
+
+
+class AcceptedVersionsData(_Accepted, total=False):
     by: str
     contract: dict[str, Any]
 
 
-class DriftData(TypedDict, total=False):
-    drift: Required[str]
+class DriftData(TypedDict):
+    drift: str
     action: str
     rule: str
     goal_id: str
     contract_version: int
 
 
-class ReviewWaitingData(TypedDict, total=False):
+class ReviewWaitingData(TypedDict):
     flow_run_id: str
     timeout_seconds: float
 
 
-class PlanAbortedData(TypedDict, total=False):
+class PlanAbortedData(_Reason):
     by: str
-    reason: str
     reviewing: list[str]
 
 
-class PlanAbortLiftedData(TypedDict, total=False):
+class PlanAbortLiftedData(TypedDict):
     by: str
 
 

@@ -301,7 +301,9 @@ class SqlLedger(SqlReceipts, Ledger):
             q = select(_ev).where(
                 _ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(STEP_EVENT_KINDS))
             )
-            states, last = self._fold([event_from_row(r) for r in conn.execute(q.order_by(_ev.c.seq))])
+            states, last = self._fold(
+                [event_from_row(r) for r in conn.execute(q.order_by(_ev.c.seq))]
+            )
             conn.execute(delete(_steps).where(_steps.c.plan_id == plan_id))
             for step_id, st in states.items():
                 conn.execute(

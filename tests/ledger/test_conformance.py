@@ -1,9 +1,15 @@
-"""One conformance suite for the ledger interface, run on SQLite and on PostgreSQL (``ledger_url``).
+"""One conformance suite for the ledger interface, run on each implementation: the ``ledger``
+fixture is an opened :class:`Ledger` on SQLite and on PostgreSQL.
+
+Every test that reads runs twice, through the ``reader`` fixture: once reading through the ledger
+itself, once through :func:`open_reader` on the same location (on SQLite that is the stdlib
+reader ``waymark status`` uses, which never imports SQLAlchemy).
 
 It proves: events are append-only and ordered; every status change is checked; one in_progress
 step per (plan, branch), enforced by the database's primary key; a refused event leaves no trace;
 the active view rebuilt from the events equals the one kept on every append; the schema version
-is stored and a newer one is refused; bad locations say so.
+is stored and a newer one is refused; bad locations say so; only known event kinds are written,
+as their plain names.
 """
 
 from __future__ import annotations
@@ -16,18 +22,47 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from prefect_waymark import BranchBusyError, LedgerError, LedgerVersionError, TransitionError
-from prefect_waymark.ledger import SCHEMA_VERSION, Ledger, SqlLedger, open_ledger, open_reader
-from prefect_waymark.models import ProgressEvent
+from prefect_waymark import (
+    BranchBusyError,
+    LedgerError,
+    LedgerNotFound,
+    LedgerVersionError,
+    TransitionError,
+)
+from prefect_waymark.ledger import (
+    SCHEMA_VERSION,
+    EventKind,
+    Ledger,
+    LedgerReader,
+    ProgressEvent,
+    SqlLedger,
+    open_ledger,
+    open_reader,
+)
+from prefect_waymark.ledger.sqlite_reader import SqliteReader
 
 PLAN = "conf-plan"
 
 
 @pytest.fixture
 def ledger(ledger_url: str) -> Iterator[Ledger]:
+    """The implementation under test, opened (and created) on SQLite or on PostgreSQL."""
     led = open_ledger(ledger_url)
     yield led
     led.close()
+
+
+@pytest.fixture(params=["ledger", "open_reader"])
+def reader(request: pytest.FixtureRequest, ledger: Ledger) -> Iterator[LedgerReader]:
+    """Who reads what ``ledger`` wrote: the ledger itself, or the read-only reader of its location
+    (the stdlib :class:`SqliteReader` on SQLite, a :class:`SqlLedger` that creates nothing on
+    PostgreSQL)."""
+    if request.param == "ledger":
+        yield ledger
+        return
+    with open_reader(ledger.url) as read_only:
+        assert isinstance(read_only, SqliteReader) == ledger.url.startswith("sqlite")
+        yield read_only
 
 
 def raw(url: str, sql: str, **params: Any) -> list[Any]:
@@ -62,28 +97,32 @@ def fail(led: Ledger, step: str, branch: str = "main", run: str = "run-1") -> An
     return led.record(PLAN, "step_failed", step_id=step, branch=branch, run_id=run, error="boom")
 
 
-def status(led: Ledger, step: str) -> str:
+def status(led: LedgerReader, step: str) -> str:
     return led.step_states(PLAN)[step].status
 
 
 # -- events ---------------------------------------------------------------------------------------
-def test_new_ledger_is_empty_and_stores_its_schema_version(ledger: Ledger, ledger_url: str) -> None:
-    assert ledger.events(PLAN) == []
-    assert ledger.step_states(PLAN) == {}
-    assert ledger.holds(PLAN) == []
-    assert ledger.last_event(PLAN, ["run_finished"]) is None
-    rows = raw(ledger_url, "SELECT value FROM waymark_meta WHERE key = 'schema_version'")
+def test_new_ledger_is_empty_and_stores_its_schema_version(
+    ledger: Ledger, reader: LedgerReader
+) -> None:
+    assert reader.events(PLAN) == []
+    assert reader.step_states(PLAN) == {}
+    assert reader.holds(PLAN) == []
+    assert reader.last_event(PLAN, ["run_finished"]) is None
+    rows = raw(ledger.url, "SELECT value FROM waymark_meta WHERE key = 'schema_version'")
     assert [r[0] for r in rows] == [str(SCHEMA_VERSION)]
 
 
-def test_append_assigns_increasing_seq_and_keeps_everything(ledger: Ledger) -> None:
+def test_append_assigns_increasing_seq_and_keeps_everything(
+    ledger: Ledger, reader: LedgerReader
+) -> None:
     first = ledger.record(PLAN, "run_started", run_id="r1", executor="ana@host", n=1)
     second = ledger.append(
-        ProgressEvent(plan_id=PLAN, kind="note", run_id="r1", data={"nested": {"a": [1, 2]}})
+        ProgressEvent(plan_id=PLAN, kind="drift", run_id="r1", data={"nested": {"a": [1, 2]}})
     )
     start(ledger, "a", run="r1", def_hash="h1")
-    events = ledger.events(PLAN)
-    assert [e.kind for e in events] == ["run_started", "note", "step_started"]
+    events = reader.events(PLAN)
+    assert [e.kind for e in events] == ["run_started", "drift", "step_started"]
     assert first.seq is not None and second.seq is not None and first.seq < second.seq
     assert [e.seq for e in events] == sorted(e.seq for e in events if e.seq is not None)
     assert events[0].data == {"executor": "ana@host", "n": 1}
@@ -91,25 +130,44 @@ def test_append_assigns_increasing_seq_and_keeps_everything(ledger: Ledger) -> N
     assert events[2].step_id == "a" and events[2].branch == "main" and events[2].run_id == "r1"
     assert events[0].at.tzinfo is not None
     assert abs(events[0].at.timestamp() - time.time()) < 600  # stored as an aware UTC time
-    assert ledger.events(PLAN, after_seq=first.seq) == events[1:]
-    assert [e.kind for e in ledger.events(PLAN, kinds=["note"])] == ["note"]
-    last = ledger.last_event(PLAN, ["run_started", "note"])
-    assert last is not None and last.kind == "note"
+    assert reader.events(PLAN, after_seq=first.seq) == events[1:]
+    assert [e.kind for e in reader.events(PLAN, kinds=["drift"])] == ["drift"]
+    last = reader.last_event(PLAN, ["run_started", "drift"])
+    assert last is not None and last.kind == "drift"
 
 
-def test_plans_are_isolated(ledger: Ledger) -> None:
+def test_kinds_are_checked_and_stored_as_their_plain_names(
+    ledger: Ledger, reader: LedgerReader
+) -> None:
+    """A kind is an EventKind member or its name; the database stores the bare name."""
+    ledger.record(PLAN, EventKind.run_started, run_id="r1")
+    ledger.record(PLAN, "run_finished", run_id="r1", result="completed")
+    with pytest.raises(LedgerError) as info:
+        ledger.record(PLAN, "note", run_id="r1")
+    assert "'note'" in str(info.value) and "step_started" in str(info.value)
+    stored = [r[4] for r in raw_events(ledger.url)]
+    assert stored == ["run_started", "run_finished"]
+    assert {type(k) for k in stored} == {str}
+    events = reader.events(PLAN, kinds=[EventKind.run_finished, "run_started"])
+    assert [e.kind for e in events] == [EventKind.run_started, EventKind.run_finished]
+    assert all(type(e.kind) is EventKind for e in events)
+    last = reader.last_event(PLAN, [EventKind.run_started])
+    assert last is not None and last.kind is EventKind.run_started
+
+
+def test_plans_are_isolated(ledger: Ledger, reader: LedgerReader) -> None:
     start(ledger, "a")
     ledger.record("other-plan", "step_started", step_id="a", branch="main", run_id="r9")
-    assert [e.plan_id for e in ledger.events(PLAN)] == [PLAN]
-    assert set(ledger.step_states("other-plan")) == {"a"}
-    assert [h.run_id for h in ledger.holds("other-plan")] == ["r9"]  # its own branch slot
+    assert [e.plan_id for e in reader.events(PLAN)] == [PLAN]
+    assert set(reader.step_states("other-plan")) == {"a"}
+    assert [h.run_id for h in reader.holds("other-plan")] == ["r9"]  # its own branch slot
 
 
-def test_events_are_never_updated_or_deleted(ledger: Ledger, ledger_url: str) -> None:
+def test_events_are_never_updated_or_deleted(ledger: Ledger) -> None:
     ledger.record(PLAN, "run_started", run_id="run-1")
     start(ledger, "a")
     complete(ledger, "a")
-    snapshot = raw_events(ledger_url)
+    snapshot = raw_events(ledger.url)
     # Everything else the API can do: more events, refusals, review, rerun, rebuild, renew.
     start(ledger, "b")
     with pytest.raises(BranchBusyError):
@@ -121,7 +179,7 @@ def test_events_are_never_updated_or_deleted(ledger: Ledger, ledger_url: str) ->
     ledger.record(PLAN, "step_rerun_requested", step_id="a", branch="main", reason="again")
     ledger.renew("run-1", 30)
     ledger.rebuild(PLAN, write=True)
-    after = raw_events(ledger_url)
+    after = raw_events(ledger.url)
     assert after[: len(snapshot)] == snapshot  # old rows untouched
     assert [r[4] for r in after[len(snapshot) :]] == [
         "step_started",
@@ -141,14 +199,14 @@ def test_events_are_never_updated_or_deleted(ledger: Ledger, ledger_url: str) ->
         "DELETE FROM waymark_events WHERE seq = (SELECT MAX(seq) FROM waymark_events)",
     ],
 )
-def test_the_database_refuses_to_change_events(ledger: Ledger, ledger_url: str, sql: str) -> None:
+def test_the_database_refuses_to_change_events(ledger: Ledger, sql: str) -> None:
     """Append-only is enforced by the database, not only by the API: raw SQL is refused too."""
     start(ledger, "a")
     complete(ledger, "a")
-    snapshot = raw_events(ledger_url)
+    snapshot = raw_events(ledger.url)
     with pytest.raises(sa.exc.DatabaseError, match="append-only"):
-        raw(ledger_url, sql)
-    assert raw_events(ledger_url) == snapshot
+        raw(ledger.url, sql)
+    assert raw_events(ledger.url) == snapshot
 
 
 def test_postgresql_refuses_to_truncate_events(pg_url: str) -> None:
@@ -172,9 +230,9 @@ def test_reopening_keeps_the_events(ledger_url: str) -> None:
 
 
 # -- status transitions -------------------------------------------------------------------------
-def test_lifecycle_and_projection(ledger: Ledger) -> None:
+def test_lifecycle_and_projection(ledger: Ledger, reader: LedgerReader) -> None:
     start(ledger, "a", def_hash="h-a", result_key="k-a")
-    st = ledger.step_states(PLAN)["a"]
+    st = reader.step_states(PLAN)["a"]
     assert (st.status, st.run_id, st.branch, st.def_hash) == ("in_progress", "run-1", "main", "h-a")
     ledger.record(
         PLAN,
@@ -185,15 +243,17 @@ def test_lifecycle_and_projection(ledger: Ledger) -> None:
         attempt=1,
         error="flaky",
     )
-    assert ledger.step_states(PLAN)["a"].attempts == 1
+    assert reader.step_states(PLAN)["a"].attempts == 1
     complete(ledger, "a", attempts=2, def_hash="h-a", outputs={"out.txt": "sha"})
-    st = ledger.step_states(PLAN)["a"]
+    st = reader.step_states(PLAN)["a"]
     assert st.status == "completed" and st.attempts == 2 and st.outputs == {"out.txt": "sha"}
     assert st.error is None and st.completed_at is not None
     assert st.last_event == "step_completed"
 
 
-def test_completed_step_restarts_only_through_an_explicit_rerun(ledger: Ledger) -> None:
+def test_completed_step_restarts_only_through_an_explicit_rerun(
+    ledger: Ledger, reader: LedgerReader
+) -> None:
     start(ledger, "a")
     complete(ledger, "a")
     with pytest.raises(TransitionError) as info:
@@ -201,11 +261,11 @@ def test_completed_step_restarts_only_through_an_explicit_rerun(ledger: Ledger) 
     assert info.value.current == "completed" and info.value.step_id == "a"
     assert "waymark rerun" in str(info.value)
     ledger.record(PLAN, "step_rerun_requested", step_id="a", branch="main", by="ana", reason="x")
-    st = ledger.step_states(PLAN)["a"]
+    st = reader.step_states(PLAN)["a"]
     assert st.status == "pending" and st.generation == 1
     start(ledger, "a", run="run-2")
     complete(ledger, "a", run="run-2")
-    kinds = [e.kind for e in ledger.events(PLAN)]
+    kinds = [e.kind for e in reader.events(PLAN)]
     assert kinds == [
         "step_started",
         "step_completed",
@@ -229,11 +289,11 @@ def test_completed_step_restarts_only_through_an_explicit_rerun(ledger: Ledger) 
     ],
 )
 def test_forbidden_transitions_are_refused_and_leave_no_event(
-    ledger: Ledger, setup: list[str], kind: str, current: str
+    ledger: Ledger, reader: LedgerReader, setup: list[str], kind: str, current: str
 ) -> None:
     for k in setup:
         ledger.record(PLAN, k, step_id="a", branch="main", run_id="run-1")
-    before = ledger.events(PLAN)
+    before = reader.events(PLAN)
     if current == "in_progress":
         # Starting the running step again meets its own branch slot first.
         with pytest.raises(BranchBusyError) as busy:
@@ -241,25 +301,27 @@ def test_forbidden_transitions_are_refused_and_leave_no_event(
         assert busy.value.holder_step == "a"
         with pytest.raises(TransitionError) as info:  # on another branch: the status check
             ledger.record(PLAN, kind, step_id="a", branch="side", run_id="run-1")
-        assert ledger.holds(PLAN)[0].branch == "main" and len(ledger.holds(PLAN)) == 1
+        assert reader.holds(PLAN)[0].branch == "main" and len(reader.holds(PLAN)) == 1
     else:
         with pytest.raises(TransitionError) as info:
             ledger.record(PLAN, kind, step_id="a", branch="main", run_id="run-1")
     assert info.value.current == current
-    assert ledger.events(PLAN) == before
+    assert reader.events(PLAN) == before
     if setup:
-        assert status(ledger, "a") == current
+        assert status(reader, "a") == current
 
 
-def test_failed_step_may_start_again_without_rerun(ledger: Ledger) -> None:
+def test_failed_step_may_start_again_without_rerun(ledger: Ledger, reader: LedgerReader) -> None:
     start(ledger, "a")
     fail(ledger, "a")
-    assert status(ledger, "a") == "failed"
+    assert status(reader, "a") == "failed"
     start(ledger, "a", run="run-2")
-    assert status(ledger, "a") == "in_progress"
+    assert status(reader, "a") == "in_progress"
 
 
-def test_review_then_accept_returns_to_the_previous_status(ledger: Ledger) -> None:
+def test_review_then_accept_returns_to_the_previous_status(
+    ledger: Ledger, reader: LedgerReader
+) -> None:
     start(ledger, "a")
     complete(ledger, "a", def_hash="old")
     ledger.record(
@@ -270,26 +332,26 @@ def test_review_then_accept_returns_to_the_previous_status(ledger: Ledger) -> No
         reason="definition changed",
         details={"recorded": "old", "current": "new"},
     )
-    st = ledger.step_states(PLAN)["a"]
+    st = reader.step_states(PLAN)["a"]
     assert st.status == "needs_review" and st.review_reason == "definition changed"
     assert st.review_data == {"recorded": "old", "current": "new"}
     with pytest.raises(TransitionError):
         start(ledger, "a", run="run-2")
     ledger.record(PLAN, "step_review_accepted", step_id="a", branch="main", def_hash="new")
-    st = ledger.step_states(PLAN)["a"]
+    st = reader.step_states(PLAN)["a"]
     assert st.status == "completed" and st.def_hash == "new" and st.review_reason is None
 
 
-def test_step_event_without_step_id_is_refused(ledger: Ledger) -> None:
+def test_step_event_without_step_id_is_refused(ledger: Ledger, reader: LedgerReader) -> None:
     with pytest.raises(LedgerError, match="needs a step_id"):
         ledger.record(PLAN, "step_started", branch="main", run_id="r")
-    assert ledger.events(PLAN) == []
+    assert reader.events(PLAN) == []
 
 
 # -- one in_progress step per branch ------------------------------------------------------------
-def test_one_in_progress_step_per_branch(ledger: Ledger) -> None:
+def test_one_in_progress_step_per_branch(ledger: Ledger, reader: LedgerReader) -> None:
     start(ledger, "a", run="run-1")
-    before = ledger.events(PLAN)
+    before = reader.events(PLAN)
     with pytest.raises(BranchBusyError) as info:
         start(ledger, "b", run="run-2")
     err = info.value
@@ -300,39 +362,41 @@ def test_one_in_progress_step_per_branch(ledger: Ledger) -> None:
         "run-1",
     )
     assert "branch 'main' already has step 'a' in_progress" in str(err)
-    assert ledger.events(PLAN) == before  # the refused start left nothing
-    assert "b" not in ledger.step_states(PLAN)
+    assert reader.events(PLAN) == before  # the refused start left nothing
+    assert "b" not in reader.step_states(PLAN)
     start(ledger, "x", branch="side", run="run-2")  # another branch has its own slot
-    holds = {h.branch: (h.step_id, h.run_id) for h in ledger.holds(PLAN)}
+    holds = {h.branch: (h.step_id, h.run_id) for h in reader.holds(PLAN)}
     assert holds == {"main": ("a", "run-1"), "side": ("x", "run-2")}
     complete(ledger, "a", run="run-1")  # releases main
     start(ledger, "b", run="run-2")
-    holds = {h.branch: (h.step_id, h.run_id) for h in ledger.holds(PLAN)}
+    holds = {h.branch: (h.step_id, h.run_id) for h in reader.holds(PLAN)}
     assert holds == {"main": ("b", "run-2"), "side": ("x", "run-2")}
-    in_progress = [s for s, st in ledger.step_states(PLAN).items() if st.status == "in_progress"]
+    in_progress = [s for s, st in reader.step_states(PLAN).items() if st.status == "in_progress"]
     assert sorted(in_progress) == ["b", "x"]
 
 
 @pytest.mark.parametrize("release", ["step_completed", "step_failed", "step_needs_review"])
-def test_leaving_in_progress_releases_the_branch(ledger: Ledger, release: str) -> None:
+def test_leaving_in_progress_releases_the_branch(
+    ledger: Ledger, reader: LedgerReader, release: str
+) -> None:
     start(ledger, "a")
     ledger.record(PLAN, release, step_id="a", branch="main", run_id="run-1", reason="r")
-    assert ledger.holds(PLAN) == []
+    assert reader.holds(PLAN) == []
     start(ledger, "b")
-    assert [h.step_id for h in ledger.holds(PLAN)] == ["b"]
+    assert [h.step_id for h in reader.holds(PLAN)] == ["b"]
 
 
-def test_only_the_holding_run_can_finish_the_step(ledger: Ledger) -> None:
+def test_only_the_holding_run_can_finish_the_step(ledger: Ledger, reader: LedgerReader) -> None:
     start(ledger, "a", run="run-1")
     with pytest.raises(LedgerError, match="not held by run run-2"):
         complete(ledger, "a", run="run-2")
-    assert status(ledger, "a") == "in_progress"
-    assert [e.kind for e in ledger.events(PLAN)] == ["step_started"]
+    assert status(reader, "a") == "in_progress"
+    assert [e.kind for e in reader.events(PLAN)] == ["step_started"]
 
 
-def test_interrupting_a_dead_run_frees_its_branch(ledger: Ledger) -> None:
+def test_interrupting_a_dead_run_frees_its_branch(ledger: Ledger, reader: LedgerReader) -> None:
     start(ledger, "a", run="dead", pid=999_999_999)
-    hold = ledger.holds(PLAN)[0]
+    hold = reader.holds(PLAN)[0]
     assert hold.run_id == "dead" and hold.pid == 999_999_999
     assert hold.is_stale()  # on this host, and no such process
     ledger.record(
@@ -344,35 +408,35 @@ def test_interrupting_a_dead_run_frees_its_branch(ledger: Ledger) -> None:
         dead_run="dead",
         reason="run dead stopped",
     )
-    st = ledger.step_states(PLAN)["a"]
+    st = reader.step_states(PLAN)["a"]
     assert st.status == "pending" and st.interrupted == 1
-    assert ledger.holds(PLAN) == []
+    assert reader.holds(PLAN) == []
     start(ledger, "a", run="new")
-    assert status(ledger, "a") == "in_progress"
+    assert status(reader, "a") == "in_progress"
 
 
-def test_renew_extends_the_lease_of_the_run(ledger: Ledger) -> None:
+def test_renew_extends_the_lease_of_the_run(ledger: Ledger, reader: LedgerReader) -> None:
     start(ledger, "a", run="run-1")
     start(ledger, "x", branch="side", run="run-2")
-    old = {h.branch: h.lease_until for h in ledger.holds(PLAN)}
+    old = {h.branch: h.lease_until for h in reader.holds(PLAN)}
     assert ledger.renew("run-1", 3600) == 1
-    new = {h.branch: h.lease_until for h in ledger.holds(PLAN)}
+    new = {h.branch: h.lease_until for h in reader.holds(PLAN)}
     assert new["main"] > old["main"] + 3000
     assert new["side"] == old["side"]
-    assert not ledger.holds(PLAN)[0].is_stale()
+    assert not reader.holds(PLAN)[0].is_stale()
 
 
-def test_the_database_itself_refuses_a_second_hold(ledger: Ledger, ledger_url: str) -> None:
+def test_the_database_itself_refuses_a_second_hold(ledger: Ledger, reader: LedgerReader) -> None:
     """The slot is a primary key, not a check in Python: a raw INSERT is refused too."""
     start(ledger, "a")
     with pytest.raises(sa.exc.IntegrityError):
         raw(
-            ledger_url,
+            ledger.url,
             "INSERT INTO waymark_holds (plan_id, branch, step_id, run_id, host, pid, since, "
             "lease_until) VALUES (:p, 'main', 'b', 'sneaky', 'h', 1, 'now', 0)",
             p=PLAN,
         )
-    assert [h.step_id for h in ledger.holds(PLAN)] == ["a"]
+    assert [h.step_id for h in reader.holds(PLAN)] == ["a"]
 
 
 # -- rebuild ---------------------------------------------------------------------------------------
@@ -393,9 +457,9 @@ def _busy_history(led: Ledger) -> None:
     start(led, "c", branch="other", run="run-3")
 
 
-def test_rebuild_from_events_equals_the_kept_view(ledger: Ledger, ledger_url: str) -> None:
+def test_rebuild_from_events_equals_the_kept_view(ledger: Ledger, reader: LedgerReader) -> None:
     _busy_history(ledger)
-    kept = ledger.step_states(PLAN)
+    kept = reader.step_states(PLAN)
     assert {s: st.status for s, st in kept.items()} == {
         "a": "pending",
         "b": "failed",
@@ -403,38 +467,40 @@ def test_rebuild_from_events_equals_the_kept_view(ledger: Ledger, ledger_url: st
         "c": "in_progress",
     }
     assert ledger.rebuild(PLAN) == kept
-    assert ledger.step_states(PLAN) == kept  # rebuild without write changes nothing
+    assert reader.step_states(PLAN) == kept  # rebuild without write changes nothing
     # Lose the active view entirely; the events alone bring it back, identical.
-    raw(ledger_url, "DELETE FROM waymark_steps WHERE plan_id = :p", p=PLAN)
-    assert ledger.step_states(PLAN) == {}
+    raw(ledger.url, "DELETE FROM waymark_steps WHERE plan_id = :p", p=PLAN)
+    assert reader.step_states(PLAN) == {}
     assert ledger.rebuild(PLAN, write=True) == kept
-    assert ledger.step_states(PLAN) == kept
+    assert reader.step_states(PLAN) == kept
     # And the rebuilt view keeps working: transitions are checked against it.
     with pytest.raises(TransitionError):
         complete(ledger, "b")
     start(ledger, "a", run="run-4")
 
 
-def test_rebuild_repairs_a_tampered_view(ledger: Ledger, ledger_url: str) -> None:
+def test_rebuild_repairs_a_tampered_view(ledger: Ledger, reader: LedgerReader) -> None:
     _busy_history(ledger)
-    kept = ledger.step_states(PLAN)
+    kept = reader.step_states(PLAN)
     raw(
-        ledger_url,
+        ledger.url,
         "UPDATE waymark_steps SET state = :s WHERE plan_id = :p AND step_id = 'b'",
         s=kept["a"].model_copy(update={"step_id": "b", "status": "completed"}).model_dump_json(),
         p=PLAN,
     )
-    assert ledger.step_states(PLAN)["b"].status == "completed"
+    assert reader.step_states(PLAN)["b"].status == "completed"
     assert ledger.rebuild(PLAN, write=True) == kept
-    assert ledger.step_states(PLAN)["b"].status == "failed"
+    assert reader.step_states(PLAN)["b"].status == "failed"
 
 
 # -- the read-only reader --------------------------------------------------------------------------
-def test_reader_sees_what_the_ledger_sees(ledger: Ledger, ledger_url: str) -> None:
+def test_reader_sees_what_the_ledger_sees(ledger: Ledger) -> None:
     _busy_history(ledger)
     ledger.record(PLAN, "run_finished", run_id="run-3", result="stopped")
-    with open_reader(ledger_url) as reader:
+    with open_reader(ledger.url) as reader:
         assert reader.step_states(PLAN) == ledger.step_states(PLAN)
+        assert reader.events(PLAN) == ledger.events(PLAN)
+        assert reader.holds(PLAN) == ledger.holds(PLAN)
         assert reader.last_event(PLAN, ["run_finished"]) == ledger.last_event(
             PLAN, ["run_finished"]
         )
@@ -446,8 +512,9 @@ def test_reader_sees_what_the_ledger_sees(ledger: Ledger, ledger_url: str) -> No
 
 
 def test_reader_creates_nothing(ledger_url: str) -> None:
-    with pytest.raises(LedgerError):
+    with pytest.raises(LedgerError) as info:
         open_reader(ledger_url)
+    assert isinstance(info.value, LedgerNotFound)
     if ledger_url.startswith("sqlite"):
         assert not Path(ledger_url.removeprefix("sqlite:///")).exists()
     else:
@@ -455,15 +522,15 @@ def test_reader_creates_nothing(ledger_url: str) -> None:
 
 
 # -- schema version and locations ------------------------------------------------------------------
-def test_a_newer_schema_is_refused(ledger: Ledger, ledger_url: str) -> None:
+def test_a_newer_schema_is_refused(ledger: Ledger) -> None:
     start(ledger, "a")
     ledger.close()
     newer = SCHEMA_VERSION + 1
-    raw(ledger_url, "UPDATE waymark_meta SET value = :v WHERE key = 'schema_version'", v=str(newer))
+    raw(ledger.url, "UPDATE waymark_meta SET value = :v WHERE key = 'schema_version'", v=str(newer))
     for opener in (
-        lambda: open_ledger(ledger_url),
-        lambda: open_ledger(ledger_url, create=False),
-        lambda: open_reader(ledger_url),
+        lambda: open_ledger(ledger.url),
+        lambda: open_ledger(ledger.url, create=False),
+        lambda: open_reader(ledger.url),
     ):
         with pytest.raises(LedgerVersionError) as info:
             opener()
@@ -471,14 +538,15 @@ def test_a_newer_schema_is_refused(ledger: Ledger, ledger_url: str) -> None:
         assert f"schema version {newer}" in msg and "newer" in msg
         assert "upgrade prefect-waymark" in msg
     # Nothing was touched: the version is still the newer one and the event is still there.
-    rows = raw(ledger_url, "SELECT value FROM waymark_meta WHERE key = 'schema_version'")
+    rows = raw(ledger.url, "SELECT value FROM waymark_meta WHERE key = 'schema_version'")
     assert [r[0] for r in rows] == [str(newer)]
-    assert len(raw_events(ledger_url)) == 1
+    assert len(raw_events(ledger.url)) == 1
 
 
 def test_opening_without_create_needs_an_existing_ledger(ledger_url: str) -> None:
-    with pytest.raises(LedgerError):
+    with pytest.raises(LedgerError) as info:
         open_ledger(ledger_url, create=False)
+    assert isinstance(info.value, LedgerNotFound)
     if ledger_url.startswith("sqlite"):
         assert not Path(ledger_url.removeprefix("sqlite:///")).exists()
     else:

@@ -5,8 +5,6 @@ does, through ``resume_flow_run(id, run_input=...)``) lets the same run continue
 from __future__ import annotations
 
 import threading
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,34 +12,8 @@ import pytest
 
 from prefect_waymark.ledger import open_ledger
 from tests._support.helpers import write_plan
+from tests._support.pause import answer_when_paused
 from tests._support.plans import counting_chain
-
-
-def _answer_when_paused(
-    ledger_url: str, plan_id: str, answer: dict[str, Any], box: list[Any]
-) -> None:
-    """Wait for the run's ``review_waiting`` event, then resume the flow run with ``answer``."""
-    from prefect.flow_runs import resume_flow_run
-
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            with open_ledger(ledger_url) as led:
-                waiting = led.last_event(plan_id, ["review_waiting"])
-            if waiting is not None:
-                # The pause is proposed right after the event; resume_flow_run needs it Paused.
-                for _ in range(100):
-                    try:
-                        resume_flow_run(uuid.UUID(waiting.data["flow_run_id"]), run_input=answer)
-                        box.append("resumed")
-                        return
-                    except Exception as exc:  # noqa: BLE001 - not paused yet: try again
-                        box.append(repr(exc))
-                        time.sleep(0.3)
-                return
-            time.sleep(0.3)
-    except Exception as exc:  # noqa: BLE001 - reported by the test
-        box.append(repr(exc))
 
 
 @pytest.mark.parametrize("decision", ["accept", "abort"])
@@ -59,7 +31,7 @@ def test_paused_run_continues_after_an_answer(
     url = f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}"
     box: list[Any] = []
     helper = threading.Thread(
-        target=_answer_when_paused,
+        target=answer_when_paused,
         args=(url, plan_id, {"decision": decision, "by": "tester", "reason": "checked"}, box),
         daemon=True,
     )
