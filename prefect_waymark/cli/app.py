@@ -33,6 +33,8 @@ LedgerOpt = Annotated[
         "sqlite:///<workdir>/.waymark/ledger.db).",
     ),
 ]
+ReasonOpt = Annotated[str, typer.Option("--reason", help="Why, for the record.")]
+ByOpt = Annotated[str | None, typer.Option("--by", help="Who records it (default: user@host).")]
 
 
 @app.command()
@@ -195,8 +197,8 @@ def rerun(
     step: Annotated[str, typer.Argument(help="Step id to run again.")],
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
-    reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
-    by: Annotated[str | None, typer.Option("--by", help="Who asks (default: user@host).")] = None,
+    reason: ReasonOpt = "",
+    by: ByOpt = None,
 ) -> None:
     """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
     from ..errors import TransitionError
@@ -268,9 +270,7 @@ def receipt(
         str | None, typer.Option("--external-id", help="The business system's id.")
     ] = None,
     note: Annotated[str | None, typer.Option("--note", help="What you checked.")] = None,
-    by: Annotated[
-        str | None, typer.Option("--by", help="Who records (default: user@host).")
-    ] = None,
+    by: ByOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Record what happened to an action whose outcome is unknown, or list a step's receipts."""
@@ -311,10 +311,8 @@ def review(
     ] = False,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
-    reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
-    by: Annotated[
-        str | None, typer.Option("--by", help="Who decides (default: user@host).")
-    ] = None,
+    reason: ReasonOpt = "",
+    by: ByOpt = None,
     receipt: Annotated[
         str | None,
         typer.Option(

@@ -67,7 +67,11 @@ class ReanchorGuard(GuardBase):
             a.load_refs()
             conflicts = a.reanchor("run_start", list(a.configs), True, None)
         if conflicts and target is not None and target not in reviewing:
-            return [(target, verdict_for(conflicts, "run_start", a.contract_rec))]
+            verdict = verdict_for(conflicts, "run_start", a.contract_rec)
+            # Only conflicts that want review stop the next step here; a ref whose
+            # ``on_error: fail`` makes it unreadable refuses the steps that read it, before each.
+            if verdict.kind == "review":
+                return [(target, verdict)]
         return []
 
     def before_step(self, ctx: GuardContext, step: StepSpec) -> Verdict | None:

@@ -84,17 +84,10 @@ def check_schema_version(found: int, where: str) -> None:
 
 def event_from_row(row: Sequence[Any]) -> ProgressEvent:
     """An event from its row: the values of :data:`EVENTS`'s columns, in their order."""
-    seq, plan_id, step_id, branch, kind, run_id, at, data = row
-    return ProgressEvent(
-        seq=seq,
-        plan_id=plan_id,
-        step_id=step_id,
-        branch=branch,
-        kind=kind,
-        run_id=run_id,
-        at=datetime.fromisoformat(at),
-        data=json.loads(data),
-    )
+    values = dict(zip(EVENTS.columns, row, strict=True))
+    values["at"] = datetime.fromisoformat(values["at"])
+    values["data"] = json.loads(values["data"])
+    return ProgressEvent(**values)
 
 
 def event_values(ev: ProgressEvent) -> dict[str, Any]:

@@ -170,6 +170,8 @@ class ReviewGate:
         if answer is None:
             self.log.warning("no answer within %ss: the run stops for review", self.wait_seconds)
             return "needs_review"
+        if answer.receipt and answer.decision != "abort":
+            self._settle(step_id, answer.receipt, answer.by or "prefect-ui", answer.reason)
         done = apply_decision(
             self.ledger,
             self.plan,
@@ -187,6 +189,28 @@ class ReviewGate:
             self.check_abort()
             return "needs_review"
         return "go_on"
+
+    def _settle(self, step_id: str, receipt: str, by: str, reason: str) -> None:
+        """The answer says what became of the step's open action: record it first."""
+        from .receipts import record_receipt
+
+        outcome: Literal["applied", "not_applied"] = (
+            "applied" if receipt == "applied" else "not_applied"
+        )
+        try:
+            rec, _ = record_receipt(
+                self.ledger,
+                self.plan,
+                step_id,
+                outcome=outcome,
+                note=reason or None,
+                by=by,
+                release=False,
+            )
+        except (ValueError, LedgerError) as exc:
+            self.log.warning("review: receipt %r not recorded: %s", receipt, exc)
+            return
+        self.log.info("review: action %s (key %s) recorded %s", rec.action, rec.key, outcome)
 
     # -- announcements ---------------------------------------------------------------------
     def announce(self, steps: list[dict[str, Any]]) -> None:

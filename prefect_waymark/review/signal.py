@@ -19,6 +19,11 @@ class ReviewInput(RunInput):
     decision: Literal["accept", "rerun", "abort"] = Field(
         description="accept the current state, re-run the step, or abort the plan."
     )
+    receipt: Literal["", "applied", "not-applied"] = Field(
+        default="",
+        description="For an action whose outcome is unknown: applied commits its receipt (it "
+        "is never run again), not-applied lets the run do it; empty for other stops.",
+    )
     reason: str = Field(default="", description="Why, for the record.")
     by: str = Field(default="", description="Who decides (default: prefect-ui).")
 

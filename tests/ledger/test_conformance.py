@@ -40,6 +40,7 @@ from prefect_waymark.ledger import (
     open_reader,
 )
 from prefect_waymark.ledger.sqlite_reader import SqliteReader
+from prefect_waymark.models import StepStatus
 
 PLAN = "conf-plan"
 
@@ -485,7 +486,9 @@ def test_rebuild_repairs_a_tampered_view(ledger: Ledger, reader: LedgerReader) -
     raw(
         ledger.url,
         "UPDATE waymark_steps SET state = :s WHERE plan_id = :p AND step_id = 'b'",
-        s=kept["a"].model_copy(update={"step_id": "b", "status": "completed"}).model_dump_json(),
+        s=kept["a"]
+        .model_copy(update={"step_id": "b", "status": StepStatus.completed})
+        .model_dump_json(),
         p=PLAN,
     )
     assert reader.step_states(PLAN)["b"].status == "completed"

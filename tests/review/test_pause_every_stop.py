@@ -8,6 +8,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from prefect_waymark.ledger import open_ledger
 from tests._support.helpers import write_plan
 from tests._support.pause import start_answering
@@ -89,7 +91,10 @@ def test_a_lost_result_pauses_and_rerun_recomputes_it_in_the_same_run(
     assert rerun.data["by"] == "ops"
 
 
-def test_an_unknown_action_outcome_pauses_the_run(prefect_server: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("answer", ["abort", "applied"])
+def test_an_unknown_action_outcome_pauses_the_run(
+    answer: str, prefect_server: str, tmp_path: Path
+) -> None:
     from prefect_waymark.flows import run_plan
 
     (tmp_path / "wire_mod.py").write_text(
@@ -118,15 +123,27 @@ def test_an_unknown_action_outcome_pauses_the_run(prefect_server: str, tmp_path:
         },
     )
     url = sqlite_url(tmp_path)
-    helper, box = start_answering(
-        url, "pause-unknown", {"decision": "abort", "by": "ops", "reason": "ask the bank"}
+    reply = (
+        {"decision": "abort", "by": "ops", "reason": "ask the bank"}
+        if answer == "abort"  # the bank confirmed the wire: its receipt goes with the answer
+        else {"decision": "accept", "receipt": "applied", "by": "ops", "reason": "bank says yes"}
     )
+    helper, box = start_answering(url, "pause-unknown", reply)
     out = run_plan(plan=str(plan), review_wait_seconds=120)
     helper.join(timeout=5)
     assert box[:2] == ["resumed", "wire"], box
-    assert out["result"] == "needs_review" and out["needs_review"][0]["step"] == "wire"
-    assert out["needs_review"][0]["reason"].startswith("outcome unknown")
     assert runs_of(tmp_path / "wire.count") == 1  # never repeated blindly
-    assert not (tmp_path / "after.count").exists()
     kinds = _kinds(url, "pause-unknown")
-    assert kinds.count("review_waiting") == 1 and "plan_aborted" in kinds
+    assert kinds.count("review_waiting") == 1
+    if answer == "abort":
+        assert out["result"] == "needs_review" and out["needs_review"][0]["step"] == "wire"
+        assert out["needs_review"][0]["reason"].startswith("outcome unknown")
+        assert not (tmp_path / "after.count").exists()
+        assert "plan_aborted" in kinds
+    else:  # the same run goes on: wire completes from its receipt, then after runs
+        assert out["result"] == "completed", out
+        assert out["executed_steps"] == ["wire", "after"]
+        assert runs_of(tmp_path / "after.count") == 1
+        with open_ledger(url) as led:
+            (receipt,) = led.receipts("pause-unknown", "wire")
+        assert receipt.state == "applied" and receipt.settled_by == "ops"

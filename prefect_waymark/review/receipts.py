@@ -1,0 +1,99 @@
+"""A person settles an action whose outcome is unknown: it happened (a receipt is committed, the
+action is never run again) or it did not (the key is released, the next run does it).
+
+Used by ``waymark receipt``, ``waymark review --receipt`` and a paused run answered in the
+Prefect UI with a receipt.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..ledger import Ledger
+from ..ledger.events import EventKind
+from ..ledger.receipt_records import ReceiptRecord, default_action_key
+from ..plan.spec import PlanSpec
+from ..run.identity import default_executor
+
+__all__ = ["choose_key", "record_receipt"]
+
+
+def choose_key(
+    ledger: Ledger, plan: PlanSpec, step_id: str, action: str | None, key: str | None
+) -> tuple[str, str]:
+    """The (key, action) a person means: given, or the step's only open intent."""
+    rows = ledger.receipts(plan.plan_id, step_id)
+    if key is not None:
+        row = next((r for r in rows if r.key == key), None) or ledger.receipt(key)
+        if row is not None and row.step_id != step_id:
+            raise ValueError(f"--key {key!r} belongs to step {row.step_id!r}, not {step_id!r}")
+        name = row.action if row is not None else action or plan.step(step_id).action
+        if name is None:
+            raise ValueError(f"--key {key!r} has no intent yet: give --action too")
+        return key, name
+    if action is not None:
+        row = next((r for r in rows if r.action == action and r.state == "intent"), None)
+        if row is not None:
+            return row.key, action
+        return default_action_key(plan.plan_id, step_id, action), action
+    open_rows = [r for r in rows if r.state == "intent"]
+    if len(open_rows) == 1:
+        return open_rows[0].key, open_rows[0].action
+    if not open_rows and plan.step(step_id).action:
+        name = str(plan.step(step_id).action)
+        return default_action_key(plan.plan_id, step_id, name), name
+    if not open_rows:
+        raise ValueError(f"step {step_id!r} has no action whose outcome is unknown")
+    names = ", ".join(f"{r.action} ({r.key})" for r in open_rows)
+    raise ValueError(f"step {step_id!r} has several open intents: {names}; choose with --action")
+
+
+def record_receipt(
+    ledger: Ledger,
+    plan: PlanSpec,
+    step_id: str,
+    *,
+    outcome: Literal["applied", "not_applied"],
+    action: str | None = None,
+    key: str | None = None,
+    external_id: str | None = None,
+    note: str | None = None,
+    by: str | None = None,
+    release: bool = True,
+) -> tuple[ReceiptRecord, bool]:
+    """Record a person's answer; return the row and whether the step was released from review.
+
+    With ``release`` the step goes back to pending when it waits at needs_review and no intent
+    of it is open any more; its next run finds the receipt (the action is skipped) or runs the
+    released action. ``waymark review --accept --receipt`` records the decision itself.
+    """
+    who = by or default_executor()
+    spec = plan.step(step_id)
+    chosen_key, name = choose_key(ledger, plan, step_id, action, key)
+    rec = ledger.settle_action(
+        chosen_key,
+        outcome=outcome,
+        token=None,
+        by=who,
+        external_id=external_id,
+        source="person",
+        note=note,
+        branch=spec.branch,
+        step=(plan.plan_id, step_id, name),
+    )
+    state = ledger.step_states(plan.plan_id).get(step_id)
+    released = False
+    if not release:
+        return rec, released
+    if state is not None and state.status == "needs_review" and not state.open_actions:
+        ledger.record(
+            plan.plan_id,
+            EventKind.step_review_accepted,
+            step_id=step_id,
+            branch=spec.branch,
+            by=who,
+            resume_status="pending",
+            reason=f"receipt recorded by a person: {name} {outcome}",
+        )
+        released = True
+    return rec, released
