@@ -132,6 +132,7 @@ def _run(
         until=until,
         executor=executor,
         markers_dir=markers_dir,
+        checked=True,
     )
     raise typer.Exit(code)
 

@@ -42,7 +42,11 @@ def run_from_cli(
     until: str | None,
     executor: str | None,
     markers_dir: Path | None = None,
+    checked: bool = False,
 ) -> int:
+    """Run the plan in a flow run and map its end to an exit code. ``checked``: the caller has
+    checked ``until`` and the marker files already (``waymark run`` does, before Prefect starts);
+    the flow then takes the plan it parsed (same file, same bytes) and does not check again."""
     from ..errors import WaymarkError
 
     try:
@@ -61,6 +65,7 @@ def run_from_cli(
         until=until,
         executor=executor or default_executor(),
         markers_dir=str(markers_dir) if markers_dir is not None else None,
+        checked=checked,
         return_state=True,
     )
     if state.is_completed():

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..models import GoalContract
 
@@ -108,8 +108,16 @@ class PlanSpec(BaseModel):
                 return s
         raise KeyError(step_id)
 
+    # Computed once per PlanSpec (a run asks for them in several places); a PlanSpec is not
+    # changed after validation.
+    _hashes: dict[str, str] | None = PrivateAttr(default=None)
+    _order: list[str] | None = PrivateAttr(default=None)
+
     def step_hashes(self) -> dict[str, str]:
-        return {s.id: s.definition_hash() for s in self.steps}
+        """Each step's definition hash, by step id."""
+        if self._hashes is None:
+            self._hashes = {s.id: s.definition_hash() for s in self.steps}
+        return dict(self._hashes)
 
     def plan_hash(self) -> str:
         body = {"plan_id": self.plan_id, "steps": self.step_hashes()}
@@ -118,6 +126,11 @@ class PlanSpec(BaseModel):
 
     def topological_order(self) -> list[str]:
         """Step ids in dependency order; ties keep file order."""
+        if self._order is None:
+            self._order = self._sorted()
+        return list(self._order)
+
+    def _sorted(self) -> list[str]:
         from graphlib import TopologicalSorter
 
         position = {s.id: i for i, s in enumerate(self.steps)}
