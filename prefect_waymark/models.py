@@ -24,7 +24,18 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class StepStatus(str, Enum):
+class _ValueEnum(str, Enum):
+    """A str enum that shows its bare value (``completed``), never ``StepStatus.completed``, in
+    texts, markers and JSON (like Python 3.11's ``StrEnum``; this package supports 3.10)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return str(self.value).__format__(spec)
+
+
+class StepStatus(_ValueEnum):
     """Progress of one step. ``blocked`` is derived: a pending step behind a failed one."""
 
     pending = "pending"
@@ -33,13 +44,6 @@ class StepStatus(str, Enum):
     needs_review = "needs_review"
     completed = "completed"
     failed = "failed"
-
-    # Texts, markers and JSON show the bare value (``completed``), never ``StepStatus.completed``.
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return self.value.__format__(spec)
 
 
 ContractStatus = Literal["accepted", "superseded", "revoked"]

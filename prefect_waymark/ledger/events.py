@@ -8,12 +8,11 @@ Writers and readers name kinds only through this enum; no bare kind strings else
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field
 
-from ..models import utcnow
+from ..models import _ValueEnum, utcnow
 
 __all__ = [
     "ACTION_EVENT_KINDS",
@@ -44,7 +43,7 @@ __all__ = [
 ]
 
 
-class EventKind(str, Enum):
+class EventKind(_ValueEnum):
     """Every kind of ledger event, grouped by what it is about."""
 
     # A run's boundary.
@@ -73,12 +72,6 @@ class EventKind(str, Enum):
     review_waiting = "review_waiting"
     plan_aborted = "plan_aborted"
     plan_abort_lifted = "plan_abort_lifted"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return self.value.__format__(spec)
 
 
 #: Kinds that act on a step's irreversible action (any step status).

@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..errors import LedgerError, ReceiptConflictError
 from ..models import utcnow
-from . import _tables as t
+from ._tables import ReceiptRow
 from .base import this_host
 from .events import EventKind, ProgressEvent
 from .receipt_records import (
@@ -49,7 +49,7 @@ __all__ = [
     "default_action_key",
 ]
 
-_rc = t.ReceiptRow.__table__  # type: ignore[attr-defined]
+_rc = ReceiptRow.__table__  # type: ignore[attr-defined]
 # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL transaction).
 _INSERT_IGNORING_CONFLICT = {
     "sqlite": sqlite.insert(_rc).on_conflict_do_nothing().returning(_rc.c.key),

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from ..errors import BranchBusyError, LedgerError, LedgerNotFound
-from . import _tables as t
+from ._tables import EventRow, HoldRow, MetaRow, StepRow, metadata
 from .base import Hold, Ledger, event_kind, this_host
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .receipts import SqlReceipts
@@ -33,10 +33,10 @@ from .step_state import StepState, apply_event, check_transition
 
 __all__ = ["SqlLedger"]
 
-_ev = t.EventRow.__table__  # type: ignore[attr-defined]
-_steps = t.StepRow.__table__  # type: ignore[attr-defined]
-_holds = t.HoldRow.__table__  # type: ignore[attr-defined]
-_meta = t.MetaRow.__table__  # type: ignore[attr-defined]
+_ev = EventRow.__table__  # type: ignore[attr-defined]
+_steps = StepRow.__table__  # type: ignore[attr-defined]
+_holds = HoldRow.__table__  # type: ignore[attr-defined]
+_meta = MetaRow.__table__  # type: ignore[attr-defined]
 
 # Events are append-only in the database too: triggers refuse UPDATE, DELETE (and TRUNCATE),
 # created together with the events table.
@@ -166,7 +166,7 @@ class SqlLedger(SqlReceipts, Ledger):
 
     def _prepare(self, create: bool) -> None:
         if create:
-            t.metadata.create_all(self._engine)
+            metadata.create_all(self._engine)
         elif not inspect(self._engine).has_table(_meta.name):
             raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
         with self._engine.begin() as conn:

@@ -14,7 +14,6 @@ from ..models import GoalContract, contract_hash
 from ..plan.spec import PlanSpec
 
 __all__ = [
-    "MARKER_EVENT",
     "artifact_key",
     "build_marker",
     "contract_fingerprint",
@@ -22,7 +21,6 @@ __all__ = [
 ]
 
 # The old name of EventKind.marker_written, still imported by markers/run_markers.py.
-MARKER_EVENT = EventKind.marker_written
 
 
 def artifact_key(plan_id: str, suffix: str) -> str:

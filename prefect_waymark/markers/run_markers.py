@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from ..ledger import Ledger
-from ..ledger.events import ProgressEvent
+from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
 from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
 from .marker_file import MARKER_FILE, verify_marker_file, write_marker_file
-from .marker_record import MARKER_EVENT, build_marker, marker_history
+from .marker_record import build_marker, marker_history
 
 __all__ = [
     "VIEW_FILES",
@@ -79,7 +79,12 @@ def write_run_markers(
         plan, ledger, summary, marker_file=str(folder / MARKER_FILE), states=states
     )
     ledger.append(
-        ProgressEvent(plan_id=plan.plan_id, kind=MARKER_EVENT, run_id=marker["run_id"], data=marker)
+        ProgressEvent(
+            plan_id=plan.plan_id,
+            kind=EventKind.marker_written,
+            run_id=marker["run_id"],
+            data=marker,
+        )
     )
     try:
         check_writable([folder / name for name in VIEW_FILES])
