@@ -96,7 +96,7 @@ def append_plain_events(url: str, n: int, plan: str) -> float:
 
         def go() -> None:
             for i in range(n):
-                led.record(plan, "note", run_id="r1", i=i)
+                led.record(plan, "drift", run_id="r1", i=i)  # a plain event (no step)
 
         return _rate(n, go)
     finally:
