@@ -7,8 +7,6 @@ flow and tasks load only when :func:`run_plan` or the ``flows``/``tasks`` packag
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -85,21 +83,6 @@ __all__ = [
     "run_plan",
     "validate_plan_data",
 ]
-
-
-def _lazy_exports(package: str, where: dict[str, str]) -> Callable[[str], Any]:
-    """A package's ``__getattr__`` that imports each public name from its module on first use,
-    so importing one module of a package imports neither the others nor Prefect.
-
-    ``where`` maps each name to its module, relative to ``package``."""
-
-    def attribute(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(import_module(module, package), name)
-
-    return attribute
 
 
 def __getattr__(name: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import _lazy_exports
+from ..run._lazy import _lazy_exports
 
 if TYPE_CHECKING:
     from .base import HOOK_POINTS, GuardBase, GuardContext, Guards, HookPoint, StepGuard, Verdict
