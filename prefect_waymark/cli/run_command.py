@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..run import exit_codes
 from ..run.identity import default_executor
-from ..run.summary import RunSummary
+from ..run.summary import summary_from_state
 
 __all__ = ["configure_prefect", "default_executor", "run_from_cli"]
 
@@ -55,7 +55,7 @@ def run_from_cli(
         print(f"waymark: {exc}", file=sys.stderr)
         return exit_codes.STEP_FAILED
     print(f"waymark: running {plan_path} on {where}", file=sys.stderr)
-    from ..flows.run_plan import PlanRunFailed, run_plan
+    from ..flows.run_plan import run_plan
 
     state = run_plan(
         plan=str(plan_path),
@@ -68,13 +68,9 @@ def run_from_cli(
         checked=checked,
         return_state=True,
     )
-    if state.is_completed():
-        summary = RunSummary.model_validate(state.result())
-    else:
-        error = state.result(raise_on_failure=False)
-        if not isinstance(error, PlanRunFailed):
-            print(f"waymark: the run failed: {error}", file=sys.stderr)
-            return exit_codes.STEP_FAILED
-        summary = error.summary
+    summary = summary_from_state(state)
+    if isinstance(summary, BaseException):
+        print(f"waymark: the run failed: {summary}", file=sys.stderr)
+        return exit_codes.STEP_FAILED
     print(summary.text())
     return summary.exit_code

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from . import exit_codes
 
-__all__ = ["RunResult", "RunSummary"]
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+__all__ = ["RunResult", "RunSummary", "summary_from_state"]
 
 RunResult = Literal["completed", "stopped", "failed", "needs_review"]
 
@@ -71,3 +74,17 @@ class RunSummary(BaseModel):
         why = f" ({self.next_start_reason})" if self.next_start_reason else ""
         lines.append(f"  next start: {nxt}{why}")
         return "\n".join(lines)
+
+
+def summary_from_state(state: State[Any]) -> RunSummary | BaseException:
+    """The summary a finished ``run_plan`` flow run carries: its return value when Completed,
+    the :class:`~prefect_waymark.errors.PlanRunFailed` summary when a step failed; any other
+    end (a crash, an unexpected error) is returned as that error."""
+    from ..errors import PlanRunFailed
+
+    if state.is_completed():
+        return RunSummary.model_validate(state.result())
+    error = state.result(raise_on_failure=False)
+    if isinstance(error, PlanRunFailed):
+        return error.summary
+    return error if isinstance(error, BaseException) else RuntimeError(str(state.message))

@@ -1,8 +1,9 @@
 """The one in-process runner of the tests: a real ``run_plan`` flow run in this process.
 
-It reads the flow's final state the way ``waymark run`` does (``cli/run_command.py``): a completed
-run returns the :class:`RunSummary` as a dict, a run with failed steps ends Failed with a
-:class:`PlanRunFailed` that carries it; anything else is a crash and fails the test.
+It reads the flow's final state with the function ``waymark run`` uses
+(:func:`prefect_waymark.run.summary.summary_from_state`): a completed run returns the
+:class:`RunSummary`, a run with failed steps ends Failed with a :class:`PlanRunFailed` that carries
+it; anything else is a crash and fails the test.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ __all__ = ["flow_outcome", "run_inprocess"]
 
 def flow_outcome(plan: Path, **kwargs: Any) -> tuple[Literal["completed", "failed"], RunSummary]:
     """Run the flow once; return how the flow run ended (Completed or Failed) and its summary."""
-    from prefect_waymark.flows import PlanRunFailed, run_plan
-    from prefect_waymark.run.summary import RunSummary
+    from prefect_waymark.flows import run_plan
+    from prefect_waymark.run.summary import summary_from_state
 
     state = run_plan(plan=str(plan), return_state=True, **kwargs)
+    summary = summary_from_state(state)
+    assert not isinstance(summary, BaseException), f"the flow crashed: {summary!r}"
     if state.is_completed():
-        return "completed", RunSummary.model_validate(state.result())
-    error = state.result(raise_on_failure=False)
-    assert isinstance(error, PlanRunFailed), f"the flow crashed: {error!r}"
+        return "completed", summary
     assert state.is_failed()
-    return "failed", error.summary
+    return "failed", summary
 
 
 def run_inprocess(plan: Path, **kwargs: Any) -> RunSummary:
