@@ -14,7 +14,7 @@ from prefect import Task
 from prefect.client.schemas.objects import State
 from prefect.futures import PrefectFuture
 
-from ..errors import BranchBusyError, TransitionError
+from ..errors import BranchBusyError, TransitionError, WaymarkError
 from ..guards.base import GuardBase, Guards
 from ..ledger.base import this_host
 from ..ledger.events import EventKind
@@ -79,6 +79,8 @@ class PlanLoop(StepRecords):
     def _targets(self) -> set[str]:
         if self.until is None:
             return set(self.order)
+        if self.until not in self.specs:  # checked by run_plan (or the CLI) before the run
+            raise WaymarkError(f"until: plan {self.plan.plan_id!r} has no step {self.until!r}")
         wanted, stack = set(), [self.until]
         while stack:
             sid = stack.pop()
@@ -94,7 +96,7 @@ class PlanLoop(StepRecords):
             self._run(out)
         except BaseException as exc:
             held = list(self._running.values()) + ([self._inline] if self._inline else [])
-            self.release_running(held, exc)
+            self.release_running(held, f"{type(exc).__name__}: {exc}")
             self._running.clear()
             self._inline = None
             raise
@@ -174,6 +176,11 @@ class PlanLoop(StepRecords):
                     launches.append((sid, launch))
                     active.add(branch)
                     started += 1
+            if launches and self.gate.aborted is not None:
+                # A pause in this pass was answered "abort": the steps claimed before it
+                # must not run; their holds are released (they are pending again).
+                self.release_running([sid for sid, _ in launches], "the plan was aborted")
+                break
             if len(launches) == 1 and not running:
                 # The only step that can run now: run it in this thread. A thread pool
                 # hand-off costs ~1 ms per step, a fifth of a no-op task run.
@@ -219,7 +226,7 @@ class PlanLoop(StepRecords):
     def _start(self, sid: str, busy_until: dict[str, float]) -> Launch | None:
         """Claim ``sid`` in the ledger (its branch's hold); return its task and arguments."""
         spec = self.specs[sid]
-        verdict = self.gate.abort_verdict() or self.guards.before_step(self.rt.context, spec)
+        verdict = self.guards.before_step(self.rt.context, spec)
         if verdict is not None and self.stop(sid, verdict) != "go_on":
             return None
         if self.status[sid] not in ("pending", "failed"):

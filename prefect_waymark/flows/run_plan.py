@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -284,15 +284,16 @@ def _run_steps(
     # results first, then re-anchoring (a contract or state conflict stops a step before the
     # remaining checks), receipts against the ledger, edited outputs.
     reanchor = ReanchorGuard(spec, ledger, run.workdir, run.run_id)
+    gate = ReviewGate(spec, ledger, run.run_id, logger, wait_seconds=review_wait_seconds)
     guards = Guards(
         [
             CompletedStepsGuard(results),
+            gate.abort_check(),  # an aborted plan stops here: nothing after it re-anchors
             reanchor,
             ReceiptConsistencyGuard(),
             OutputsGuard(),
         ]
     )
-    gate = ReviewGate(spec, ledger, run.run_id, logger, wait_seconds=review_wait_seconds)
     gate.on_answer.append(reanchor.reload_accepted)
     observers: list[RunObserver] = [ProgressArtifact()] if run.publish_artifacts else []
     runtime = StepRuntime(
@@ -324,9 +325,6 @@ def _run_steps(
         aborted=gate.check_abort(),
     )
     ctx = guards.on_run_start(ctx, lambda sid, v: _stop_at_start(loop, sid, v))
-    if gate.aborted is not None:
-        logger.error("%s", gate.abort_message())
-        ctx = _stop_aborted(loop, gate, ctx)
     gate.announce_open(ctx.view.needs_review)
     runtime.context = ctx
     for observer in observers:
@@ -334,6 +332,7 @@ def _run_steps(
     outcome = loop.run()
     states = ledger.step_states(spec.plan_id)
     view = build_view(spec, states)
+    gate.announce_open(view.needs_review)  # e.g. stops another runner recorded meanwhile
     result: RunResult
     if view.needs_review:
         result = "needs_review"
@@ -362,16 +361,3 @@ def _run_steps(
 def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:
     """A guard's run-start verdict through the gate; True if it recorded a stop."""
     return loop.stop(step_id, verdict) != "moved"
-
-
-def _stop_aborted(loop: PlanLoop, gate: ReviewGate, ctx: GuardContext) -> GuardContext:
-    """An aborted plan does not run: its next step (unless one already waits) stops for review."""
-    view = ctx.view
-    reviewing = [str(item["step"]) for item in view.needs_review]
-    target = reviewing[0] if reviewing else view.next_step
-    verdict = gate.abort_verdict()
-    if target is None or target in reviewing or verdict is None:
-        return ctx
-    if loop.stop(target, verdict) == "moved":
-        return ctx
-    return replace(ctx, states=ctx.ledger.step_states(ctx.plan.plan_id))

@@ -119,7 +119,7 @@ class StepRecords:
                 return None
         return values
 
-    def release_running(self, held: list[str], exc: BaseException) -> None:
+    def release_running(self, held: list[str], why: str) -> None:
         """The loop stops on an error (or Ctrl-C): record this run's running steps interrupted,
         which frees their branches at once. Otherwise a next run in this same process (a test
         session, a worker) would find them held by a live pid until the lease runs out. A step
@@ -135,8 +135,8 @@ class StepRecords:
                     branch=spec.branch,
                     run_id=self.rt.run_id,
                     dead_run=self.rt.run_id,
-                    reason=f"interrupted: run {self.rt.run_id} stopped on "
-                    f"{type(exc).__name__}: {exc} while the step was in_progress",
+                    reason=f"interrupted: run {self.rt.run_id} stopped on {why} while the "
+                    "step was in_progress",
                 )
                 self.status[sid] = "pending"
             except Exception as inner:  # noqa: BLE001 - never hide the original error

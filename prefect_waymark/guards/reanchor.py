@@ -66,8 +66,8 @@ class ReanchorGuard(GuardBase):
             a.accepted = load_accepted(a.ledger, self.plan.plan_id)
             a.load_refs()
             conflicts = a.reanchor("run_start", list(a.configs), True, None)
-        if conflicts and target is not None and target not in reviewing:
-            verdict = verdict_for(conflicts, "run_start", a.contract_rec)
+            verdict = verdict_for(conflicts, "run_start", a.contract_rec) if conflicts else None
+        if verdict is not None and target is not None and target not in reviewing:
             # Only conflicts that want review stop the next step here; a ref whose
             # ``on_error: fail`` makes it unreadable refuses the steps that read it, before each.
             if verdict.kind == "review":
@@ -97,8 +97,8 @@ class ReanchorGuard(GuardBase):
                 "branch_switch" if entering else "milestone_switch" if switching else "before_step"
             )
             conflicts = a.reanchor(point, names, check_contract, step.id)
-        if conflicts:
-            return verdict_for(conflicts, point, a.contract_rec)
+            if conflicts:
+                return verdict_for(conflicts, point, a.contract_rec)
         if step.action is not None and a.contract is not None:
             rule = forbidden_rule(step.action, a.contract.forbidden)
             if rule is not None:
@@ -138,9 +138,9 @@ class ReanchorGuard(GuardBase):
             if n % max(1, every):
                 return None
             conflicts = a.reanchor("tick", _dedupe(step.reads + step.writes), True, step.id)
-        if not conflicts:
-            return None
-        verdict = verdict_for(conflicts, "tick", a.contract_rec)
+            if not conflicts:
+                return None
+            verdict = verdict_for(conflicts, "tick", a.contract_rec)
         if verdict.kind == "refuse":
             return verdict
         return Verdict("review", f"{verdict.reason} (found at tick {n})", verdict.details)

@@ -108,18 +108,22 @@ class ProgressArtifact(RunObserver):
         self.artifact_id: UUID | None = None
         self._sent_at = 0.0
         self._dirty = False
+        self._done = 0
+        self._total = 0
 
-    def _fraction(self, ctx: GuardContext) -> tuple[float, str]:
-        # Counted from the step states directly: a whole view per update is the cost of a big
-        # plan's run (a 1,000-step view takes ~40 ms here).
-        states = ctx.ledger.step_states(ctx.plan.plan_id)
-        ids = {s.id for s in ctx.plan.steps}
-        done = sum(1 for sid, st in states.items() if sid in ids and st.status == "completed")
-        total = len(ids)
+    def _fraction(self) -> tuple[float, str]:
+        # Counted as steps complete, from the states the run read at its start: no ledger read
+        # and no view per update (a 1,000-step view takes ~40 ms here).
+        done, total = min(self._done, self._total), self._total
         return 100.0 * done / total, f"{done} of {total} steps completed"
 
     def run_started(self, ctx: GuardContext) -> None:
-        value, text = self._fraction(ctx)
+        ids = {s.id for s in ctx.plan.steps}
+        self._total = len(ids)
+        self._done = sum(
+            1 for sid, st in ctx.states.items() if sid in ids and st.status == "completed"
+        )
+        value, text = self._fraction()
         try:
             created = create_progress_artifact(
                 progress=value,
@@ -133,6 +137,7 @@ class ProgressArtifact(RunObserver):
         self._sent_at = time.monotonic()
 
     def step_completed(self, ctx: GuardContext, step: StepSpec) -> None:
+        self._done += 1
         if self.artifact_id is None:
             return
         self._dirty = True
@@ -146,7 +151,7 @@ class ProgressArtifact(RunObserver):
 
     def _send(self, ctx: GuardContext) -> None:
         assert self.artifact_id is not None
-        fraction, text = self._fraction(ctx)
+        fraction, text = self._fraction()
         try:
             update_progress_artifact(
                 self.artifact_id, fraction, description=f"Plan {ctx.plan.plan_id}: {text}"

@@ -20,8 +20,6 @@ __all__ = [
     "marker_history",
 ]
 
-# The old name of EventKind.marker_written, still imported by markers/run_markers.py.
-
 
 def artifact_key(plan_id: str, suffix: str) -> str:
     """Prefect artifact keys allow only lowercase letters, digits and dashes.

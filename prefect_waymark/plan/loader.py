@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from graphlib import CycleError, TopologicalSorter
@@ -280,6 +281,7 @@ def _yaml_problem(source: str, exc: yaml.YAMLError) -> PlanProblem:
 #: of parsing the same bytes again (a 10,000-step plan costs seconds to validate).
 _PARSED: OrderedDict[tuple[str, str, str], PlanSpec] = OrderedDict()
 _PARSED_MAX = 4
+_PARSED_LOCK = threading.Lock()
 
 
 def load_plan(path: str | Path) -> PlanSpec:
@@ -296,14 +298,16 @@ def load_plan(path: str | Path) -> PlanSpec:
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError([PlanProblem(source, "", f"cannot read the file: {exc}")]) from None
     key = (source, str(p.resolve()), text)
-    found = _PARSED.get(key)
-    if found is not None:
-        _PARSED.move_to_end(key)
-        return found
+    with _PARSED_LOCK:
+        found = _PARSED.get(key)
+        if found is not None:
+            _PARSED.move_to_end(key)
+            return found
     spec = _parse(p, source, text)
-    _PARSED[key] = spec
-    while len(_PARSED) > _PARSED_MAX:
-        _PARSED.popitem(last=False)
+    with _PARSED_LOCK:
+        _PARSED[key] = spec
+        while len(_PARSED) > _PARSED_MAX:
+            _PARSED.popitem(last=False)
     return spec
 
 

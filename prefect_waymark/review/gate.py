@@ -14,17 +14,17 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import LedgerError
-from ..guards.base import Verdict
+from ..errors import LedgerError, ReviewError
+from ..guards.base import GuardBase, GuardContext, Verdict
 from ..ledger.events import EventKind
 from .decisions import abort_event, apply_decision
 
 if TYPE_CHECKING:
     from ..ledger.base import Ledger
     from ..ledger.events import ProgressEvent
-    from ..plan.spec import PlanSpec
+    from ..plan.spec import PlanSpec, StepSpec
 
-__all__ = ["GateOutcome", "ReviewGate"]
+__all__ = ["AbortCheck", "GateOutcome", "ReviewGate"]
 
 #: What became of a stop: the step may go on (a person answered accept or rerun during the
 #: pause), it waits at needs_review, it was refused, or another run moved it on first.
@@ -86,6 +86,10 @@ class ReviewGate:
         if self.aborted is None:
             return None
         return Verdict("review", self.abort_message(), {"aborted": True})
+
+    def abort_check(self) -> AbortCheck:
+        """The guard through which this gate's abort check runs with the other guards."""
+        return AbortCheck(self)
 
     # -- stops -----------------------------------------------------------------------------
     def stop(self, step_id: str, verdict: Verdict) -> GateOutcome:
@@ -172,17 +176,23 @@ class ReviewGate:
             return "needs_review"
         if answer.receipt and answer.decision != "abort":
             self._settle(step_id, answer.receipt, answer.by or "prefect-ui", answer.reason)
-        done = apply_decision(
-            self.ledger,
-            self.plan,
-            answer.decision,
-            step_id=step_id,
-            by=answer.by or "prefect-ui",
-            reason=answer.reason,
-            run_id=self.run_id,
-        )
+        try:
+            done = apply_decision(
+                self.ledger,
+                self.plan,
+                answer.decision,
+                step_id=step_id,
+                by=answer.by or "prefect-ui",
+                reason=answer.reason,
+                run_id=self.run_id,
+            )
+        except ReviewError as exc:  # answered meanwhile by `waymark review`: the ledger says
+            self.log.warning("review: the answer from the Prefect UI was not applied: %s", exc)
+            return "moved"
         for line in done:
             self.log.info("review: %s", line)
+        # A later stop of the same step in this run is news again: announce it too.
+        self._announced.discard(step_id)
         for listener in self.on_answer:
             listener()
         if answer.decision == "abort":
@@ -191,8 +201,19 @@ class ReviewGate:
         return "go_on"
 
     def _settle(self, step_id: str, receipt: str, by: str, reason: str) -> None:
-        """The answer says what became of the step's open action: record it first."""
+        """The answer says what became of the step's open action: record it first. A receipt
+        for a step without an open action is ignored (it would record an action that never
+        ran as applied)."""
         from .receipts import record_receipt
+
+        state = self.ledger.step_states(self.plan.plan_id).get(step_id)
+        if state is None or not state.open_actions:
+            self.log.warning(
+                "review: step %s has no action whose outcome is unknown; receipt %r ignored",
+                step_id,
+                receipt,
+            )
+            return
 
         outcome: Literal["applied", "not_applied"] = (
             "applied" if receipt == "applied" else "not_applied"
@@ -232,3 +253,26 @@ class ReviewGate:
         self.announce(
             [{"step": str(item["step"]), "reason": item.get("reason")} for item in needs_review]
         )
+
+
+class AbortCheck(GuardBase):
+    """An aborted plan does not run: at run start its next step (unless one already waits for
+    review) stops, and every step is stopped before it runs."""
+
+    def __init__(self, gate: ReviewGate) -> None:
+        self.gate = gate
+
+    def on_run_start(self, ctx: GuardContext) -> list[tuple[str, Verdict]]:
+        verdict = self.gate.abort_verdict()
+        if verdict is None:
+            return []
+        self.gate.log.error("%s", self.gate.abort_message())
+        view = ctx.view
+        reviewing = [str(item["step"]) for item in view.needs_review]
+        target = reviewing[0] if reviewing else view.next_step
+        if target is None or target in reviewing:
+            return []
+        return [(target, verdict)]
+
+    def before_step(self, ctx: GuardContext, step: StepSpec) -> Verdict | None:
+        return self.gate.abort_verdict()

@@ -147,3 +147,43 @@ def test_an_unknown_action_outcome_pauses_the_run(
         with open_ledger(url) as led:
             (receipt,) = led.receipts("pause-unknown", "wire")
         assert receipt.state == "applied" and receipt.settled_by == "ops"
+
+
+def test_a_receipt_in_the_answer_to_a_stop_that_is_no_unknown_outcome_is_ignored(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """An action step stopped before it ran (its ref changed) has nothing to settle: a receipt
+    "applied" in the answer must not record an action that never ran; the step runs it."""
+    from prefect_waymark.flows import run_plan
+
+    (tmp_path / "terms.md").write_text("v1")
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "pause-no-intent",
+            "state_refs": [{"name": "terms", "kind": "file", "path": "terms.md"}],
+            "steps": [
+                {"id": "prep", "run": "echo x >> prep.count"},
+                {
+                    "id": "send",
+                    "depends_on": ["prep"],
+                    "run": "echo x >> send.count",
+                    "action": "send-offer",
+                    "reads": ["terms"],
+                },
+            ],
+        },
+    )
+    assert run_plan(plan=str(plan), max_steps=1)["executed_steps"] == ["prep"]
+    (tmp_path / "terms.md").write_text("v2")
+    url = sqlite_url(tmp_path)
+    reply = {"decision": "accept", "receipt": "applied", "by": "ops"}
+    helper, box = start_answering(url, "pause-no-intent", reply)
+    out = run_plan(plan=str(plan), review_wait_seconds=120)
+    helper.join(timeout=5)
+    assert box[:2] == ["resumed", "send"], box
+    assert out["result"] == "completed" and out["executed_steps"] == ["send"]
+    assert runs_of(tmp_path / "send.count") == 1  # the action really ran, once
+    with open_ledger(url) as led:
+        (receipt,) = led.receipts("pause-no-intent", "send")
+    assert receipt.state == "applied" and receipt.settled_by != "ops"
