@@ -25,7 +25,7 @@ from ..run.resume import take_over_dead
 from ..run.runtime import StepRuntime
 from ..tasks.cache_policy import step_result_key
 from ..tasks.step_task import step_task
-from .step_records import LoopOutcome, StepRecords
+from ._step_records import LoopOutcome, StepRecords
 
 __all__ = ["LoopOutcome", "PlanLoop"]
 

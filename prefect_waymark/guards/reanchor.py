@@ -10,7 +10,7 @@
 - after a failed attempt: the contract and the step's refs;
 - every N ``ctx.tick()`` calls inside a long ``call:`` step: the contract and the step's refs.
 
-Each re-anchor is a ``reanchor`` ledger event (:class:`~.anchor.Anchor`). A difference is a
+Each re-anchor is a ``reanchor`` ledger event (:class:`~._anchor.Anchor`). A difference is a
 ``review`` verdict naming ``{ref, accepted, current, at}``; a step whose ``action`` matches a
 contract entry ``action:<glob>`` gets a ``refuse`` verdict (with its ``drift`` event). The review
 gate records and announces both.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..tasks.actions import forbidden_rule
-from .anchor import Anchor, run_logger
+from ._anchor import Anchor, run_logger
 from .base import GuardBase, GuardContext, Verdict
 from .conflicts import load_accepted, verdict_for
 
