@@ -16,7 +16,7 @@ def answer_when_paused(
     ledger_url: str, plan_id: str, answer: dict[str, Any], box: list[Any]
 ) -> None:
     """Wait for the run's ``review_waiting`` event, then resume the flow run with ``answer``.
-    Appends ``("resumed", step_id)`` to ``box`` on success, else what went wrong."""
+    On success ``box`` holds ``["resumed", step_id]``; otherwise it lists what went wrong."""
     from prefect.flow_runs import resume_flow_run
 
     try:
@@ -29,8 +29,7 @@ def answer_when_paused(
                 for _ in range(100):
                     try:
                         resume_flow_run(uuid.UUID(waiting.data["flow_run_id"]), run_input=answer)
-                        box.append("resumed")
-                        box.append(waiting.step_id)
+                        box[:] = ["resumed", waiting.step_id]  # earlier tries are moot
                         return
                     except Exception as exc:  # noqa: BLE001 - not paused yet: try again
                         box.append(repr(exc))
