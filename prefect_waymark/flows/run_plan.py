@@ -172,7 +172,7 @@ def run_plan(
             summary, states, view = _run_steps(
                 run, storage, states, max_steps, until, lease_seconds, review_wait_seconds
             )
-        except Exception as exc:
+        except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
             _record_crash(run, exc)
             raise
         run.finish(summary, states, view)
@@ -244,22 +244,51 @@ class _Run:
 
 
 def _record_crash(run: _Run, exc: BaseException) -> None:
-    """An unexpected error still leaves a run_finished event and a marker (result: failed)."""
+    """A run stopped by an unexpected error (result ``failed``) or by SIGINT / SIGTERM (result
+    ``interrupted``; the step that was running is already recorded interrupted) still leaves a
+    run_finished event and a marker. A second Ctrl-C meanwhile ends it at once: each record is
+    one transaction and the marker file is replaced atomically, so nothing is left half-written.
+    """
+    interrupted = _is_interruption(exc)
     try:
         states = run.ledger.step_states(run.spec.plan_id)
         view = build_view(run.spec, states)
+        done = [
+            e.step_id
+            for e in run.ledger.events(run.spec.plan_id, kinds=[EventKind.step_completed])
+            if e.run_id == run.run_id and e.step_id
+        ]
+        if interrupted:
+            why = f"the run was interrupted ({_signal_name(exc)}); the next run continues here"
+        else:
+            why = f"the run stopped on an error: {type(exc).__name__}: {exc}"
         run.finish(
             run.summary(
-                "failed",
+                "interrupted" if interrupted else "failed",
+                executed_steps=done,
                 needs_review=view.needs_review,
-                next_start=view.next_step,
-                next_start_reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
+                next_start=view.needs_review[0]["step"] if view.needs_review else view.next_step,
+                next_start_reason=why,
             ),
             states,
             view,
         )
     except Exception as inner:  # noqa: BLE001 - never hide the original error
-        run.logger.error("could not record the failed run's marker: %s", inner)
+        run.logger.error("could not record the stopped run's marker: %s", inner)
+
+
+def _is_interruption(exc: BaseException) -> bool:
+    from prefect.exceptions import TerminationSignal
+
+    return isinstance(exc, (KeyboardInterrupt, TerminationSignal))
+
+
+def _signal_name(exc: BaseException) -> str:
+    from prefect.exceptions import TerminationSignal
+
+    if isinstance(exc, TerminationSignal):
+        return "SIGTERM" if exc.signal == 15 else f"signal {exc.signal}"
+    return "SIGINT"
 
 
 def _run_steps(

@@ -13,12 +13,13 @@ if TYPE_CHECKING:
 
 __all__ = ["RunResult", "RunSummary", "summary_from_state"]
 
-RunResult = Literal["completed", "stopped", "failed", "needs_review"]
+RunResult = Literal["completed", "stopped", "failed", "needs_review", "interrupted"]
 
 _EXIT = {
     "completed": exit_codes.OK,
     "failed": exit_codes.STEP_FAILED,
     "stopped": exit_codes.STOPPED,
+    "interrupted": exit_codes.INTERRUPTED,
     "needs_review": exit_codes.NEEDS_REVIEW,
 }
 

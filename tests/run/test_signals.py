@@ -1,0 +1,83 @@
+"""Ctrl-C (SIGINT) or SIGTERM to a real ``waymark run`` during a step: the step's commands stop,
+the step is recorded interrupted, and the run still ends on record — ``run_finished``, the
+marker event, ``EXECUTION_MARKER.json`` (result ``interrupted``) and the views — before the
+process exits by the signal (130 for SIGINT). The next run continues at the interrupted step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests._support.helpers import run_cli, write_plan
+from tests._support.plans import counting_chain
+from tests._support.resume_helpers import (
+    kill_group,
+    ledger_events,
+    runs_of,
+    sqlite_url,
+    start_cli,
+    wait_for_file,
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_step_finishes_the_run_on_record(
+    sig: signal.Signals, prefect_server: str, tmp_path: Path
+) -> None:
+    doc = counting_chain("signals", ["a", "slow", "c"]).to_dict()
+    # The slow step starts a child that would run for a minute, then waits for it.
+    doc["steps"][1]["run"] = "echo x >> slow.count; sleep 60 & echo $! > child.pid; wait"
+    plan_path = write_plan(tmp_path, doc)
+    log = tmp_path / "runner.log"
+    proc = start_cli("run", str(plan_path), cwd=tmp_path, log=log)
+    try:
+        wait_for_file(tmp_path / "child.pid", proc, log)
+        time.sleep(0.5)
+        proc.send_signal(sig)  # the runner only, not its process group
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    text = log.read_text(errors="replace")
+    assert code in (130, -sig), text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    child = int((tmp_path / "child.pid").read_text())
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child), "the step's command outlived the interrupted run"
+
+    url = sqlite_url(tmp_path)
+    kinds = [str(e.kind) for e in ledger_events(url, "signals")]
+    assert kinds[-3:] == ["step_interrupted", "run_finished", "marker_written"], kinds
+    marker = json.loads((tmp_path / "EXECUTION_MARKER.json").read_text())
+    (entry,) = marker["execution_history"]
+    assert entry["result"] == "interrupted"
+    assert entry["executed_steps"] == ["a"]
+    assert entry["next_start"]["step"] == "slow"
+    name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
+    assert name in entry["next_start"]["why"]
+    for view in ("TASKS.md", "STATE.md", "IMPLEMENTATION_LOG.md"):
+        assert (tmp_path / view).exists(), view
+
+    again = run_cli("run", str(plan_path), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert [runs_of(tmp_path / f"{s}.count") for s in ("a", "slow", "c")] == [1, 2, 1]
+    history = json.loads((tmp_path / "EXECUTION_MARKER.json").read_text())["execution_history"]
+    assert [h["result"] for h in history] == ["interrupted", "completed"]
