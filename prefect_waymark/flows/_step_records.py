@@ -36,6 +36,8 @@ class LoopOutcome:
     needs_review: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
+    #: the steps this run claimed, in order (the first is where the run really started)
+    started: list[str] = field(default_factory=list)
     #: "max-steps", "until", or "busy" (the only ready steps are on branches another live run
     #: holds; that run goes on with them).
     stopped_by: str | None = None

@@ -174,6 +174,7 @@ class PlanLoop(StepRecords):
                             break
                         continue
                     launches.append((sid, launch))
+                    out.started.append(sid)
                     active.add(branch)
                     started += 1
             if launches and self.gate.aborted is not None:

@@ -210,8 +210,7 @@ class _Run:
             started_at=self.started_at,
             finished_at=utcnow().isoformat(),
             result=result,
-            started_from=self.started_from,
-            **fields,
+            **{"started_from": self.started_from, **fields},
         )
 
     def finish(
@@ -373,6 +372,8 @@ def _run_steps(
         result = "stopped"
     summary = run.summary(
         result,
+        # Where this run really started: its first claimed step (else where it would have).
+        started_from=outcome.started[0] if outcome.started else run.started_from,
         executed_steps=outcome.executed,
         cached_steps=outcome.cached,
         skipped_steps=outcome.skipped,

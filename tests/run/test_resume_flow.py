@@ -247,3 +247,20 @@ def test_results_in_a_prefect_storage_block(prefect_server: str, tmp_path: Path)
     stopped = run_inprocess(plan, result_storage=slug)
     assert stopped.result == "needs_review"
     assert "persisted result is missing" in stopped.needs_review[0]["reason"]
+
+
+def test_started_from_is_the_first_step_the_run_really_started(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """The previous marker said "next: two", but a rerun of one came first: this run started at
+    one, and its summary (and marker) says so."""
+    plan = write_plan(tmp_path, counting_chain("started-from", ["one", "two"]))
+    first = run_inprocess(plan, max_steps=1)
+    assert first.next_start == "two"
+    assert run_cli("rerun", str(plan), "one").returncode == 0
+    second = run_inprocess(plan)
+    assert second.result == "completed"
+    assert second.executed_steps == ["one", "two"]
+    assert second.started_from == "one"
+    nothing = run_inprocess(plan)  # nothing left to start: where it would have started
+    assert nothing.executed_steps == [] and nothing.started_from is None
