@@ -90,6 +90,15 @@ def status(
             last = led.last_event(spec.plan_id, [EventKind.run_finished])
             if last is not None:
                 extra["last_run"] = {"at": last.at.isoformat(), **last.data}
+            abort = led.last_event(
+                spec.plan_id, [EventKind.plan_aborted, EventKind.plan_abort_lifted]
+            )
+            if abort is not None and abort.kind == EventKind.plan_aborted:
+                extra["aborted"] = {
+                    "at": abort.at.isoformat(),
+                    "by": abort.data.get("by"),
+                    "reason": abort.data.get("reason") or "",
+                }
     view = build_view(spec, states)
     if as_json:
         print_json(view, extra)
@@ -97,7 +106,7 @@ def status(
         print_table(view, extra)
     if view.complete:
         code = exit_codes.OK
-    elif view.needs_review:
+    elif view.needs_review or "aborted" in extra:
         code = exit_codes.NEEDS_REVIEW
     elif any(s.status == "failed" for s in view.steps):
         code = exit_codes.STEP_FAILED

@@ -68,6 +68,13 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     console.print(
         f"next step: {view.next_step or ('none — plan complete' if view.complete else 'none')}"
     )
+    if extra.get("aborted"):
+        ab = extra["aborted"]
+        why = f" ({ab['reason']})" if ab.get("reason") else ""
+        console.print(
+            f"[red]aborted[/] by {ab.get('by') or 'someone'} at {ab.get('at', '')[:19]}{why}: "
+            "`waymark run` will not run it (`waymark review --accept` or `--rerun` lifts it)"
+        )
     if view.blocked:
         console.print("blocked: " + ", ".join(view.blocked))
     for item in view.needs_review:

@@ -3,6 +3,7 @@ takes the versions the review showed, never whatever is newest."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,10 @@ def test_review_decisions(ledger_url: str, tmp_path: Path) -> None:
     assert run_cli("review", str(plan), "--abort", "--reason", "stop", *led_args).returncode == 0
     proc = run_cli("review", str(plan), "--abort", *led_args)
     assert proc.returncode == 0 and "already aborted" in proc.stdout
+    shown = run_cli("status", str(plan), "--json", *led_args)  # status says it is aborted
+    assert shown.returncode == 4, shown.stderr
+    assert json.loads(shown.stdout)["aborted"]["reason"] == "stop"
+    assert "aborted by" in run_cli("status", str(plan), *led_args).stdout
     with open_ledger(ledger_url) as led:
         led.record("rv", "step_needs_review", step_id="a", branch="main", reason="again")
     proc = run_cli("review", str(plan), "--accept", *led_args)
@@ -99,3 +104,5 @@ def test_review_decisions(ledger_url: str, tmp_path: Path) -> None:
         "plan_abort_lifted",
         "step_review_accepted",
     ]
+    lifted = run_cli("status", str(plan), "--json", *led_args)
+    assert "aborted" not in json.loads(lifted.stdout)
