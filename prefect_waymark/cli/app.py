@@ -232,7 +232,13 @@ def rerun(
             )
         except TransitionError as exc:
             fail(str(exc))
+        applied = [r for r in led.receipts(spec.plan_id, step) if r.state == "applied"]
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
+    for r in applied:
+        print(
+            f"note: its action {r.action!r} has a committed receipt (key {r.key}): the action "
+            "is not done again — the step finds the receipt and skips it"
+        )
 
 
 @app.command()

@@ -108,7 +108,9 @@ def test_each_action_runs_once_and_a_rerun_skips_it(
 
     # Re-running every step: the bodies run again, the actions do not.
     for sid in ("card", "pub", "invoice"):
-        assert run_cli("rerun", str(plan), sid).returncode == 0
+        proc = run_cli("rerun", str(plan), sid)
+        assert proc.returncode == 0
+        assert "has a committed receipt" in proc.stdout and "not done again" in proc.stdout
     second = run_inprocess(plan)
     assert second.result == "completed"
     assert sorted(second.executed_steps) == ["card", "invoice", "pub"]
