@@ -77,9 +77,14 @@ def verify_marker_file(path: Path, plan_id: str, ledger_history: list[dict[str, 
     if doc is None:
         return
     if doc.get("plan_id") != plan_id:
+        # Not "use --markers-dir": for a renamed plan that starts it afresh under the new id,
+        # every step and action included. Nothing was written; say what is safe.
         raise MarkerFileError(
-            f"{path}: plan_id is {doc.get('plan_id')!r}, expected {plan_id!r}; "
-            "choose another folder with --markers-dir"
+            f"{path}: this folder's marker belongs to plan {doc.get('plan_id')!r}, not "
+            f"{plan_id!r}; nothing was written. If you renamed the plan, set `plan_id: "
+            f"{doc.get('plan_id')}` back in the plan file: its history and action receipts are "
+            "recorded under that id, and a new id would run every step (and action) again. If "
+            "this is really another plan, give it a folder of its own (copy the plan file there)."
         )
     history = doc["execution_history"]
     for i, (mine, theirs) in enumerate(zip(ledger_history, history, strict=False)):
@@ -90,6 +95,13 @@ def verify_marker_file(path: Path, plan_id: str, ledger_history: list[dict[str, 
                 f"(fields: {', '.join(fields)}); the file was edited by hand. Nothing was "
                 "written; rebuild it from the ledger with `waymark marker PLAN --rebuild`."
             )
+    if history and not ledger_history:
+        raise MarkerFileError(
+            f"{path}: records {len(history)} run(s) of plan {plan_id!r}, but this ledger has none:"
+            " the plan's ledger is elsewhere or gone; nothing was written. Point `--ledger` (or "
+            "$WAYMARK_LEDGER_URL) at the plan's ledger; running on an empty one would run every "
+            "step, actions included, again."
+        )
     if len(history) > len(ledger_history):
         raise MarkerFileError(
             f"{path}: has {len(history)} entries, the ledger {len(ledger_history)}: the file "

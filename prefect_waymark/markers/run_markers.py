@@ -16,7 +16,7 @@ from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
 from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
-from .marker_file import MARKER_FILE, verify_marker_file, write_marker_file
+from .marker_file import MARKER_FILE, read_marker_file, verify_marker_file, write_marker_file
 from .marker_record import build_marker, marker_history
 
 __all__ = [
@@ -106,5 +106,13 @@ def rebuild_marker_files(plan: PlanSpec, ledger: Ledger, folder: Path) -> int:
     Only files waymark wrote are replaced — a truncated or hand-edited marker still starts with
     waymark's first line; a file someone else wrote is refused. Returns the number of runs."""
     check_writable([folder / name for name in VIEW_FILES])
+    history = marker_history(ledger, plan.plan_id)
+    if not history:  # a marker file of runs this ledger never saw is not wiped
+        try:
+            found = read_marker_file(folder / MARKER_FILE)
+        except MarkerFileError:
+            found = None
+        if found and found["execution_history"]:
+            verify_marker_file(folder / MARKER_FILE, str(found.get("plan_id")), [])
     _write_views(plan, ledger, folder, None)
-    return len(marker_history(ledger, plan.plan_id))
+    return len(history)

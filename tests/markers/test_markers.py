@@ -303,3 +303,41 @@ def test_foreign_marker_file_refused_without_ledger(tmp_path: Path) -> None:
     (tmp_path / MARKER_FILE).write_text('{"plan_id": "foreign", "execution_history": []}')
     with pytest.raises(MarkerFileError, match="not written by prefect-waymark"):
         preflight_markers(load_plan(plan), None, tmp_path)
+
+
+def test_refusals_after_a_rename_or_a_lost_ledger_give_safe_hints(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """Following a refusal's hint must never start the plan afresh (which would repeat its
+    actions): a renamed plan is told to put its id back, a lost ledger to point at it, and a
+    rebuild from a ledger that never saw these runs does not wipe the marker."""
+    from tests._support.helpers import run_cli, write_plan
+    from tests._support.plans import counting_chain
+
+    plan = write_plan(tmp_path, counting_chain("renamed", ["a"]))
+    assert run_cli("run", str(plan)).returncode == 0
+    marker_before = (tmp_path / MARKER_FILE).read_text()
+
+    write_plan(tmp_path, counting_chain("renamed-v2", ["a"]))
+    proc = run_cli("run", str(plan))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "set `plan_id: renamed` back" in proc.stderr and "--markers-dir" not in proc.stderr
+    assert (tmp_path / "a.count").read_text() == "a\n"  # nothing ran under the new id
+
+    write_plan(tmp_path, counting_chain("renamed", ["a"]))
+    (tmp_path / ".waymark" / "ledger.db").rename(tmp_path / "elsewhere.db")
+    proc = run_cli("run", str(plan))
+    assert proc.returncode == 2 and "this ledger has none" in proc.stderr
+    assert "--ledger" in proc.stderr and "marker PLAN --rebuild" not in proc.stderr
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    from prefect_waymark.ledger import open_ledger
+
+    open_ledger(empty).close()  # an empty ledger that never saw these runs
+    proc = run_cli("marker", str(plan), "--rebuild", "--ledger", empty)
+    assert proc.returncode == 2 and "this ledger has none" in proc.stderr
+    assert (tmp_path / MARKER_FILE).read_text() == marker_before  # not wiped
+
+    moved = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    proc = run_cli("run", str(plan), "--ledger", moved)  # the hint works: the plan is complete
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a.count").read_text() == "a\n"
