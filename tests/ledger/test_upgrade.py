@@ -1,0 +1,72 @@
+"""A multi-week plan's ledger outlives a version of prefect-waymark: a plan half run by 0.1.0
+(commit 7cbb01f, fixtures in tests/ledger/fixtures/) resumes under this version on SQLite and on
+PostgreSQL (restored from that version's dump) — the completed steps, an irreversible action
+among them, are not done again, and the marker history goes on from the old run's entry."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests._support.helpers import run_cli
+from tests._support.resume_helpers import runs_of
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _resume_and_check(work: Path, *ledger_args: str) -> None:
+    before = run_cli("status", str(work / "plan.yaml"), "--json", *ledger_args)
+    assert before.returncode == 0, before.stderr
+    doc = json.loads(before.stdout)
+    assert {s["id"]: s["status"] for s in doc["steps"]} == {
+        "collect": "completed",
+        "publish": "completed",
+        "report": "pending",
+    }
+    assert [r["action"] for r in doc["steps"][1]["receipts"]] == ["publish-data"]
+
+    proc = run_cli("run", str(work / "plan.yaml"), *ledger_args, cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [runs_of(work / f"{s}.count") for s in ("collect", "publish", "report")] == [1, 1, 1]
+    history = json.loads((work / "EXECUTION_MARKER.json").read_text())["execution_history"]
+    assert [h["result"] for h in history] == ["stopped", "completed"]
+    assert history[0]["executor"] == "agent-old"
+    assert history[1]["executed_steps"] == ["report"]
+    assert history[1]["skipped_steps"] == ["collect", "publish"]
+
+
+def test_a_sqlite_ledger_of_0_1_0_resumes(prefect_server: str, tmp_path: Path) -> None:
+    work = tmp_path / "plan"
+    shutil.copytree(FIXTURES / "v0.1.0-sqlite", work)
+    _resume_and_check(work)
+
+
+def test_a_postgres_ledger_of_0_1_0_resumes(
+    prefect_server: str, pg_url: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "plan"
+    shutil.copytree(FIXTURES / "v0.1.0-postgres", work)
+    dbname = pg_url.rsplit("/", 1)[1]
+    restored = subprocess.run(
+        [
+            "psql",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            dbname,
+            "-f",
+            str(work / "ledger.sql"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert restored.returncode == 0, restored.stderr
+    _resume_and_check(work, "--ledger", pg_url)
