@@ -93,6 +93,13 @@ class StateRefsBlock(Block):
                 problems.append(f"{where}.name: duplicate ref name {item.name!r}")
             seen.add(item.name)
             data = item_to_ref_data(item)
+            if "secret" in item.options:
+                problems.append(
+                    f"{where}.options.secret: a raw secret is refused in a block's options (they "
+                    "are not masked): put the value in this block's credentials and name it "
+                    "with credential: NAME, or name a Prefect Secret block (secret_block: NAME)"
+                )
+                data.pop("secret")
             if item.credential is not None:
                 if item.credential not in secrets:
                     known = ", ".join(sorted(secrets)) or "none"

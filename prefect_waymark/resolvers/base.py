@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -131,14 +131,41 @@ class ResolveContext:
             raw: Any = block.get()
             value = raw if isinstance(raw, str) else json.dumps(raw)
         if value:
-            self.secrets_used.add(value)
+            self.remember_secret(value)
         return value
 
+    def remember_secret(self, value: str) -> None:
+        """Scrub ``value`` from this context's errors and versions, and its encoded forms too
+        (percent-encoded, base64, JSON-escaped); a resolver adds what it derives (basic auth)."""
+        import base64
+        from urllib.parse import quote, quote_plus
+
+        forms = {
+            value,
+            quote(value, safe=""),
+            quote_plus(value),
+            base64.b64encode(value.encode()).decode(),
+            json.dumps(value)[1:-1],
+        }
+        self.secrets_used.update(f for f in forms if len(f) >= 3)
+
     def scrub(self, text: str) -> str:
-        for value in self.secrets_used:
-            if len(value) >= 3:
+        """``text`` with every secret this context used replaced by ``***`` (longest first)."""
+        for value in sorted(self.secrets_used, key=len, reverse=True):
+            if value in text:
                 text = text.replace(value, "***")
         return text
+
+    def scrub_reading(self, reading: RefReading) -> RefReading:
+        """The reading without any secret: a version read from a response that echoes the
+        credential (a header, a JSON field) keeps its shape with the secret as ``***``."""
+        if not self.secrets_used:
+            return reading
+        version = None if reading.version is None else self.scrub(reading.version)
+        error = None if reading.error is None else self.scrub(reading.error)
+        if version == reading.version and error == reading.error:
+            return reading
+        return replace(reading, version=version, error=error)
 
     async def aclose(self) -> None:
         if self._http is not None and self._own_http:

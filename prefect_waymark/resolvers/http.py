@@ -116,6 +116,7 @@ class HttpResolver:
                 headers["Authorization"] = f"Bearer {secret}"
             elif how == "basic":
                 auth = httpx.BasicAuth(config.username or "", secret)
+                ctx.remember_secret(f"{config.username or ''}:{secret}")  # its base64 is sent
             else:
                 assert config.header_name is not None
                 headers[config.header_name] = secret

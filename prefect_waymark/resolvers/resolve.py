@@ -37,6 +37,8 @@ async def aresolve_refs(
     context = ctx or ResolveContext(workdir)
     try:
         readings = await asyncio.gather(*(_read_one(c, context) for c in configs))
+        # Scrubbed once every secret of the decision is known (refs read concurrently).
+        readings = [context.scrub_reading(r) for r in readings]
     finally:
         if ctx is None:
             await context.aclose()

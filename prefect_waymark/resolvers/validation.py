@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import RefConfigError
+from ._raw_secrets import raw_secret_problems
 from .base import RefConfig
 from .registry import UnknownRefKind, config_model_for, known_kinds
 
@@ -26,19 +27,21 @@ def ref_field_problems(data: Any, *, from_plan_file: bool = True) -> list[tuple[
     """Every problem with one ref's fields, as (path inside the ref, message)."""
     if not isinstance(data, dict):
         return [((), "expected a mapping with name and kind")]
+    # Raw secrets first, whatever else is wrong; later messages see them masked (never echoed).
+    problems, data = raw_secret_problems(data, from_plan_file=from_plan_file)
     kind = data.get("kind")
     if not isinstance(kind, str):
-        return []  # the plan's own model reports a missing kind
+        return problems  # the plan's own model reports a missing kind
     try:
         model = config_model_for(kind)
     except UnknownRefKind:
         kinds = known_kinds()
         return [
-            (("kind",), f"unknown kind {kind!r}{_near(kind, kinds)} (known: {', '.join(kinds)})")
+            *problems,
+            (("kind",), f"unknown kind {kind!r}{_near(kind, kinds)} (known: {', '.join(kinds)})"),
         ]
     except Exception as exc:  # noqa: BLE001 - a broken plug-in is a problem to report
-        return [(("kind",), str(exc))]
-    problems: list[tuple[Loc, str]] = []
+        return [*problems, (("kind",), str(exc))]
     if from_plan_file and data.get("secret") is not None:
         problems.append(
             (

@@ -147,3 +147,94 @@ def test_block_secrets_never_leak(
     # Sanity: the search does look at the right things.
     assert any("private" in t and "re-anchor" in t for t in texts)
     assert any(ref_server.url("/private") in t for t in texts)
+
+
+def test_versions_read_from_a_response_that_echoes_the_credential_are_scrubbed(
+    prefect_server: str, ref_server: RefServer, tmp_path: Path
+) -> None:
+    """The server echoes the token in the body and the ETag: the ledger's ``reanchor`` and
+    ``accepted_versions`` events, the conflict shown for review and the markers keep ``***``."""
+    from prefect_waymark.blocks import StateRefItem, StateRefsBlock
+
+    token = f"echo-{uuid.uuid4().hex}"
+    ref_server.set("/me", {"token": token, "note": f"v1 for {token}"}, etag=f'"e1-{token}"')
+    ref_server.auth["/me"] = f"Bearer {token}"
+    refs_name = f"refs-{uuid.uuid4().hex[:8]}"
+    StateRefsBlock(
+        refs=[
+            StateRefItem(
+                name="note",
+                kind="http",
+                locator=ref_server.url("/me"),
+                version_from="json:/note",
+                credential="api",
+            ),
+            StateRefItem(name="tag", kind="http", locator=ref_server.url("/me"), credential="api"),
+        ],
+        credentials={"api": token},
+    ).save(refs_name)
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "echoed",
+            "state_refs": {"block": refs_name},
+            "steps": [
+                {"id": "a", "run": "true", "reads": ["note", "tag"]},
+                {"id": "b", "depends_on": ["a"], "run": "true", "reads": ["note"]},
+            ],
+        },
+    )
+    outputs: list[str] = []
+
+    def cli(*args: str) -> int:
+        proc = run_cli(*args)
+        outputs.extend([proc.stdout, proc.stderr])
+        return proc.returncode
+
+    assert cli("run", str(plan), "--max-steps", "1") == 3, outputs
+    ref_server.set("/me", {"token": token, "note": f"v2 for {token}"}, etag=f'"e2-{token}"')
+    assert cli("run", str(plan)) == 4, outputs  # the note changed: a person decides
+    assert cli("status", str(plan)) == 4
+    assert cli("review", str(plan), "--accept") == 0
+    assert cli("run", str(plan)) == 0, outputs
+    assert cli("marker", str(plan), "--json") == 0
+    assert ref_server.seen_auth["/me"].count(f"Bearer {token}") >= 4  # really sent
+
+    with open_ledger(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}") as led:
+        events = led.events("echoed")
+    accepted = [e.data for e in events if e.kind == "accepted_versions"]
+    recorded = json.dumps(accepted)
+    assert "v1 for ***" in recorded and "v2 for ***" in recorded, recorded
+    assert '\\"e1-***\\"' in recorded
+    assert any("v2 for ***" in t for t in outputs)  # the conflict shown names the change
+    texts = outputs + [json.dumps(e.model_dump(mode="json")) for e in events]
+    texts += [p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file()]
+    leaks = [t[max(0, t.find(token) - 80) : t.find(token) + 80] for t in texts if token in t]
+    assert not leaks, f"secret found: {leaks[:3]}"
+
+
+def test_a_raw_secret_in_a_blocks_locator_stops_the_run_before_any_step(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    from prefect_waymark.blocks import StateRefItem, StateRefsBlock
+
+    password = f"pw-{uuid.uuid4().hex}"
+    refs_name = f"refs-{uuid.uuid4().hex[:8]}"
+    StateRefsBlock(
+        refs=[StateRefItem(name="api", kind="http", locator=f"https://ann:{password}@h/x")]
+    ).save(refs_name)
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "block-raw",
+            "state_refs": {"block": refs_name},
+            "steps": [{"id": "a", "run": "echo ran > ran.txt", "reads": ["api"]}],
+        },
+    )
+    proc = run_cli("run", str(plan))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4, out
+    assert "refs[0].locator: the URL holds a password" in out
+    assert not (tmp_path / "ran.txt").exists()
+    texts = [out] + [p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file()]
+    assert not [t for t in texts if password in t]
