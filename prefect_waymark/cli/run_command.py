@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..run import exit_codes
 from ..run.identity import default_executor
-from ..run.summary import summary_from_state
+from ..run.summary import RunSummary, summary_from_state
 
 __all__ = ["configure_prefect", "default_executor", "run_from_cli"]
 
@@ -16,10 +17,17 @@ __all__ = ["configure_prefect", "default_executor", "run_from_cli"]
 def configure_prefect() -> str:
     """Point Prefect at a server before it is imported; return a description of the choice.
 
+    The Prefect client retries a failing API call ``$WAYMARK_PREFECT_API_RETRIES`` times (default
+    2; Prefect's own ``PREFECT_CLIENT_MAX_RETRIES`` wins when set), so a dead server costs a run
+    tens of seconds, not minutes: the ledger, not Prefect, holds the plan's outcome.
+
     ``PREFECT_API_URL`` set: that server. ``WAYMARK_PREFECT_SERVER=ephemeral``: Prefect's
     in-process server, with a startup timeout long enough for a cold start. Otherwise: the local
     server waymark starts once and reuses (``waymark server start|stop|status``).
     """
+    os.environ.setdefault(
+        "PREFECT_CLIENT_MAX_RETRIES", os.environ.get("WAYMARK_PREFECT_API_RETRIES") or "2"
+    )
     if os.environ.get("PREFECT_API_URL"):
         return f"Prefect server {os.environ['PREFECT_API_URL']}"
     if os.environ.get("WAYMARK_PREFECT_SERVER", "local") == "ephemeral":
@@ -57,20 +65,64 @@ def run_from_cli(
     print(f"waymark: running {plan_path} on {where}", file=sys.stderr)
     from ..flows.run_plan import run_plan
 
-    state = run_plan(
-        plan=str(plan_path),
-        workdir=str(workdir),
-        ledger_url=ledger_url,
-        max_steps=max_steps,
-        until=until,
-        executor=executor or default_executor(),
-        markers_dir=str(markers_dir) if markers_dir is not None else None,
-        checked=checked,
-        return_state=True,
-    )
-    summary = summary_from_state(state)
-    if isinstance(summary, BaseException):
-        print(f"waymark: the run failed: {summary}", file=sys.stderr)
-        return exit_codes.STEP_FAILED
+    executor = executor or default_executor()
+    since = datetime.now(timezone.utc)
+    try:
+        state = run_plan(
+            plan=str(plan_path),
+            workdir=str(workdir),
+            ledger_url=ledger_url,
+            max_steps=max_steps,
+            until=until,
+            executor=executor,
+            markers_dir=str(markers_dir) if markers_dir is not None else None,
+            checked=checked,
+            return_state=True,
+        )
+    except Exception as exc:  # noqa: BLE001 - e.g. the Prefect API went away mid-run
+        summary = _recorded_summary(plan_path, workdir, ledger_url, executor, since)
+        if summary is None:
+            print(f"waymark: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return exit_codes.STEP_FAILED
+        print(summary.text())
+        print(
+            f"waymark: the run's end could not be reported to Prefect ({type(exc).__name__}: "
+            f"{exc}); the ledger has it: result {summary.result}",
+            file=sys.stderr,
+        )
+        return summary.exit_code
+    found = summary_from_state(state)
+    if isinstance(found, BaseException):
+        summary = _recorded_summary(plan_path, workdir, ledger_url, executor, since)
+        if summary is None:
+            print(f"waymark: the run failed: {found}", file=sys.stderr)
+            return exit_codes.STEP_FAILED
+        print(
+            f"waymark: Prefect reports the flow run {state.name}, but the ledger has its end: "
+            f"result {summary.result}",
+            file=sys.stderr,
+        )
+    else:
+        summary = found
     print(summary.text())
     return summary.exit_code
+
+
+def _recorded_summary(
+    plan_path: Path, workdir: Path, ledger_url: str | None, executor: str, since: datetime
+) -> RunSummary | None:
+    """The summary this run recorded in the ledger (its ``run_finished`` event), if it got that
+    far: the plan's outcome does not depend on Prefect hearing of it."""
+    from ..ledger import open_ledger, resolve_ledger_url
+    from ..ledger.events import EventKind
+    from ..plan.loader import load_plan
+
+    try:
+        spec = load_plan(plan_path)
+        with open_ledger(resolve_ledger_url(ledger_url, workdir), create=False) as led:
+            last = led.last_event(spec.plan_id, [EventKind.run_finished])
+    except Exception:  # noqa: BLE001 - no ledger, no record: the caller says the run failed
+        return None
+    if last is None or last.at < since or last.data.get("executor") != executor:
+        return None
+    return RunSummary.model_validate(last.data)
