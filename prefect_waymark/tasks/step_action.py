@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .actions import Action, Probe
+from .output_capture import step_log_path
 from .shell_command import run_command
-from .step_body import call_step, command_env, run_shell_step, tail
+from .step_body import call_step, command_env, log_note, run_shell_step, tail
 from .step_context import StepContext
 
 __all__ = ["run_step_action"]
@@ -24,15 +25,22 @@ def _shell_probe(ctx: StepContext, command: str) -> Probe:
     def probe(key: str) -> bool | None:
         extra = {"WAYMARK_IDEMPOTENCY_KEY": key, "WAYMARK_ACTION": str(ctx.step.action)}
         env = command_env(ctx, extra)
-        proc = run_command(command, cwd=ctx.workdir, env=env, timeout=ctx.step.timeout_seconds)
+        log = step_log_path(
+            ctx.workdir, ctx.plan_id, ctx.step_id, ctx.attempt, ctx.run_id, kind="probe"
+        )
+        proc = run_command(
+            command, cwd=ctx.workdir, env=env, timeout=ctx.step.timeout_seconds, log_path=log
+        )
         if proc.returncode is None:
-            ctx.logger.warning("step %s: probe timed out", ctx.step_id)
+            ctx.logger.warning("step %s: probe timed out%s", ctx.step_id, log_note(proc))
             return None
         ctx.logger.info(
             "step %s: probe exited %s%s",
             ctx.step_id,
             proc.returncode,
-            f"\n{tail(proc.stdout + proc.stderr)}" if (proc.stdout + proc.stderr).strip() else "",
+            f"\n{tail(proc.stdout + proc.stderr)}{log_note(proc)}"
+            if (proc.stdout + proc.stderr).strip()
+            else "",
         )
         return {0: True, 1: False}.get(proc.returncode)
 

@@ -10,16 +10,41 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ShellStepError, StepError
-from .shell_command import run_command
+from .output_capture import step_log_path
+from .shell_command import CommandResult, run_command
 from .step_context import StepContext
 
-__all__ = ["TAIL_CHARS", "call_step", "command_env", "run_shell_step", "tail"]
+__all__ = [
+    "TAIL_CHARS",
+    "call_step",
+    "command_env",
+    "log_note",
+    "output_tail",
+    "run_shell_step",
+    "tail",
+]
 
 TAIL_CHARS = 2000
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def output_tail(proc: CommandResult) -> str:
+    """The tail kept in the ledger and the Prefect logs: stdout, then ``[stderr]`` and stderr."""
+    return tail(proc.stdout + (("\n[stderr]\n" + proc.stderr) if proc.stderr else ""))
+
+
+def log_note(proc: CommandResult) -> str:
+    """Where the whole output is (a line to append to the logged tail)."""
+    if proc.log_path is None:
+        return ""
+    if proc.log_error:
+        return f"\n[{proc.log_error}]"
+    size = proc.stdout_bytes + proc.stderr_bytes
+    dropped = f", {proc.log_dropped} bytes dropped to keep it capped" if proc.log_dropped else ""
+    return f"\n[whole output ({size} bytes): {proc.log_path}{dropped}]"
 
 
 def command_env(ctx: StepContext, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -41,11 +66,18 @@ def run_shell_step(
 ) -> dict[str, Any]:
     """Run the command in the workdir; a non-zero exit raises :class:`ShellStepError`."""
     env = command_env(ctx, extra_env)
-    proc = run_command(command, cwd=ctx.workdir, env=env, timeout=ctx.step.timeout_seconds)
-    combined = proc.stdout + (("\n[stderr]\n" + proc.stderr) if proc.stderr else "")
-    out_tail = tail(combined)
+    proc = run_command(
+        command,
+        cwd=ctx.workdir,
+        env=env,
+        timeout=ctx.step.timeout_seconds,
+        log_path=step_log_path(ctx.workdir, ctx.plan_id, ctx.step_id, ctx.attempt, ctx.run_id),
+    )
+    out_tail = output_tail(proc)
     if out_tail.strip():
-        ctx.logger.info("step %s output (tail):\n%s", ctx.step_id, out_tail)
+        ctx.logger.info("step %s output (tail):\n%s%s", ctx.step_id, out_tail, log_note(proc))
+    elif proc.log_error:
+        ctx.logger.warning("step %s: %s", ctx.step_id, proc.log_error)
     if proc.returncode is None:
         raise ShellStepError(
             f"step {ctx.step_id!r}: command timed out after {ctx.step.timeout_seconds}s "
