@@ -14,6 +14,7 @@ from .errors import (
     ForbiddenActionError,
     LedgerError,
     LedgerNotFound,
+    LedgerUrlError,
     LedgerVersionError,
     MarkerFileError,
     NeedsReview,
@@ -30,6 +31,7 @@ from .errors import (
     StepError,
     TransitionError,
     UnknownRefKind,
+    UnwritablePathError,
     WaymarkError,
 )
 from .ledger.events import EventKind, ProgressEvent
@@ -56,6 +58,7 @@ __all__ = [
     "GoalContract",
     "LedgerError",
     "LedgerNotFound",
+    "LedgerUrlError",
     "LedgerVersionError",
     "MarkerFileError",
     "NeedsReview",
@@ -78,6 +81,7 @@ __all__ = [
     "StepStatus",
     "TransitionError",
     "UnknownRefKind",
+    "UnwritablePathError",
     "WaymarkError",
     "load_plan",
     "run_plan",

@@ -8,6 +8,7 @@ WaymarkError
 │   └── UnknownRefKind        no resolver is registered for the ref's kind
 ├── LedgerError               the ledger cannot be opened or written
 │   ├── LedgerNotFound        there is no ledger there (no file, or no ledger tables)
+│   ├── LedgerUrlError        a malformed ledger URL, or one that keeps no record (a ValueError)
 │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
 │   ├── BranchBusyError       another run holds the branch's single in_progress slot
 │   ├── TransitionError       a status change the progress rules do not allow
@@ -19,6 +20,7 @@ WaymarkError
 ├── NeedsReview               a step must stop for a person (the run records needs_review)
 │   └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
 ├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
+├── UnwritablePathError       a folder a run will write cannot be created or written (checked first)
 └── MarkerFileError           a marker or view file is not waymark's, or is corrupt
 
 Importing this module is cheap (no Prefect, no pydantic): the records some errors carry are
@@ -38,6 +40,7 @@ __all__ = [
     "ForbiddenActionError",
     "LedgerError",
     "LedgerNotFound",
+    "LedgerUrlError",
     "LedgerVersionError",
     "MarkerFileError",
     "NeedsReview",
@@ -54,6 +57,7 @@ __all__ = [
     "StepError",
     "TransitionError",
     "UnknownRefKind",
+    "UnwritablePathError",
     "WaymarkError",
 ]
 
@@ -132,6 +136,14 @@ class LedgerNotFound(LedgerError):
     """There is no ledger at the location: the file does not exist, or it has no ledger tables.
 
     Read-only commands treat it as "no run recorded yet"; nothing is created.
+    """
+
+
+class LedgerUrlError(LedgerError, ValueError):
+    """The ledger URL is malformed, or names a ledger that cannot keep a record (an in-memory
+    SQLite database, a server URL without a database); nothing was opened or written.
+
+    Also a ``ValueError``: bad input.
     """
 
 
@@ -234,6 +246,20 @@ class OutcomeUnknownError(NeedsReview):
 
 class ReviewError(WaymarkError):
     """The review decision cannot be applied (no such step, nothing to review)."""
+
+
+class UnwritablePathError(WaymarkError):
+    """A folder a run will write (the ledger's, the results', the markers') cannot be created or
+    written; found before the run records anything. Carries ``path`` and ``reason``."""
+
+    def __init__(self, what: str, path: str, reason: str) -> None:
+        self.what = what
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot write the {what} at {path}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.what, self.path, self.reason))
 
 
 class MarkerFileError(WaymarkError):

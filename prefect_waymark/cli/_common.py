@@ -38,7 +38,7 @@ def workdir_for(plan: PlanSpec, workdir: Path | None) -> Path:
 def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | None:
     """Open the ledger; with ``create=False`` a ledger that does not exist yet gives ``None``."""
     try:
-        return open_ledger(resolve_ledger_url(url, workdir), create=create)
+        return open_ledger(resolve_ledger_url(url, workdir, source="--ledger"), create=create)
     except LedgerNotFound:  # only without create: nothing recorded there yet
         return None
     except LedgerError as exc:
@@ -48,8 +48,23 @@ def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | No
 def open_reader_or_exit(url: str | None, workdir: Path) -> LedgerReader | None:
     """Open the ledger read-only (SQLite without SQLAlchemy); ``None`` if it does not exist."""
     try:
-        return open_reader(resolve_ledger_url(url, workdir))
+        return open_reader(resolve_ledger_url(url, workdir, source="--ledger"))
     except LedgerNotFound:
         return None
     except LedgerError as exc:
+        fail(str(exc))
+
+
+def preflight_paths_or_exit(
+    url: str | None, workdir: Path, results: Path | None, markers: Path | None
+) -> None:
+    """Exit 2 (one line: the path and why) if the ledger URL is bad or a folder the run will
+    write cannot be created or written; creates nothing."""
+    from ..errors import UnwritablePathError
+    from ..run.preflight import preflight_paths
+
+    try:
+        resolved = resolve_ledger_url(url, workdir, source="--ledger")
+        preflight_paths(ledger_url=resolved, results=results, markers=markers)
+    except (LedgerError, UnwritablePathError) as exc:
         fail(str(exc))

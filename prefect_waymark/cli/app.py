@@ -147,12 +147,17 @@ def _run(
 
 
 def _preflight_markers(spec: Any, wd: Path, ledger: str | None, markers_dir: Path | None) -> None:
-    """Refuse (exit 2) before Prefect starts if waymark's files would overwrite someone's."""
+    """Refuse (exit 2) before Prefect starts if the ledger URL is bad, a folder the run writes
+    cannot be written, or waymark's files would overwrite someone's."""
     from ..markers import MarkerFileError, markers_folder, preflight_markers
+    from ..run.preflight import results_folder
+    from ._common import preflight_paths_or_exit
 
+    folder = markers_folder(spec, wd, markers_dir)
+    preflight_paths_or_exit(ledger, wd, results_folder(None, wd), folder)
     led = open_or_exit(ledger, wd, create=False)
     try:
-        preflight_markers(spec, led, markers_folder(spec, wd, markers_dir))
+        preflight_markers(spec, led, folder)
     except MarkerFileError as exc:
         fail(str(exc))
     finally:

@@ -39,6 +39,7 @@ from ..review.gate import ReviewGate
 from ..run.identity import default_executor
 from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
+from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
@@ -129,11 +130,14 @@ def run_plan(
         check_until(spec, until)
     if review_wait_seconds is None:
         review_wait_seconds = float(os.environ.get(REVIEW_WAIT_ENV) or 0)
+    url = resolve_ledger_url(ledger_url, wd)  # malformed, in-memory: LedgerUrlError
+    folder = markers_folder(spec, wd, markers_dir)
+    if not checked:  # every folder the run writes, before anything is created or recorded
+        preflight_paths(ledger_url=url, results=results_folder(result_storage, wd), markers=folder)
     storage = result_storage or default_result_storage(wd)
     fr_id = flow_run.get_id()
-    ledger = open_ledger(resolve_ledger_url(ledger_url, wd))
+    ledger = open_ledger(url)
     try:
-        folder = markers_folder(spec, wd, markers_dir)
         if not checked:
             preflight_markers(spec, ledger, folder)  # refuse before anything is recorded
         history = marker_history(ledger, spec.plan_id)

@@ -15,6 +15,7 @@ from .base import Hold, Ledger, LedgerReader
 from .events import EventKind, ProgressEvent
 from .schema import SCHEMA_VERSION
 from .step_state import StepState
+from .urls import check_ledger_url
 
 if TYPE_CHECKING:
     from .sql_ledger import SqlLedger
@@ -47,13 +48,27 @@ def default_ledger_url(workdir: Path) -> str:
     return f"sqlite:///{quote(str(path), safe='/')}"
 
 
-def resolve_ledger_url(url: str | None, workdir: Path) -> str:
-    """``url``, else ``$WAYMARK_LEDGER_URL``, else the embedded default."""
-    return url or os.environ.get(LEDGER_ENV) or default_ledger_url(workdir)
+def resolve_ledger_url(url: str | None, workdir: Path, *, source: str = "ledger_url") -> str:
+    """``url``, else ``$WAYMARK_LEDGER_URL``, else the embedded default; checked.
+
+    Raises :class:`~prefect_waymark.errors.LedgerUrlError` (naming ``source``, or
+    ``$WAYMARK_LEDGER_URL``) for a malformed URL or one whose ledger keeps no record.
+    """
+    if url:
+        return check_ledger_url(url, source=source)
+    env = os.environ.get(LEDGER_ENV)
+    if env:
+        return check_ledger_url(env, source=f"${LEDGER_ENV}")
+    return default_ledger_url(workdir)
 
 
 def open_ledger(url: str, *, create: bool = True) -> Ledger:
-    """Open (and with ``create``, initialise) the ledger at ``url``."""
+    """Open (and with ``create``, initialise) the ledger at ``url``.
+
+    A malformed URL, or one whose ledger keeps no record (in-memory SQLite, a server URL without
+    a database), raises :class:`~prefect_waymark.errors.LedgerUrlError` before anything opens.
+    """
+    check_ledger_url(url)
     from .sql_ledger import SqlLedger
 
     return SqlLedger(url, create=create)
@@ -67,6 +82,7 @@ def open_reader(url: str) -> LedgerReader:
     """
     from .sqlite_reader import SqliteReader, sqlite_path
 
+    check_ledger_url(url)
     if sqlite_path(url) is not None:
         return SqliteReader(url)
     return open_ledger(url, create=False)

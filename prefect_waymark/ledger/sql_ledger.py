@@ -30,6 +30,7 @@ from .schema import (
     states_by_step,
 )
 from .step_state import StepState, apply_event, check_transition
+from .urls import check_ledger_url
 
 __all__ = ["SqlLedger"]
 
@@ -130,7 +131,7 @@ class SqlLedger(SqlReceipts, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
-        self.url = url
+        self.url = check_ledger_url(url)  # a malformed or in-memory URL: LedgerUrlError
         parsed = make_url(url)
         self._sqlite = parsed.get_backend_name() == "sqlite"
         if self._sqlite:

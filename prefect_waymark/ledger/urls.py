@@ -1,0 +1,114 @@
+"""Ledger URLs are checked before anything opens them: a ledger that cannot keep a record is
+refused (an in-memory SQLite database, in any of its spellings), a malformed URL gives one line
+instead of SQLAlchemy's traceback, and a server database must be named.
+
+A ``sqlite`` URL is read with the standard library, so ``waymark status`` still starts without
+SQLAlchemy; any other URL is parsed by SQLAlchemy, which opens it next anyway.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from urllib.parse import parse_qsl, unquote
+
+from ..errors import LedgerUrlError
+
+__all__ = ["LEDGER_URL_FORMS", "check_ledger_url", "shown_url"]
+
+#: What a ledger URL looks like, for the error messages.
+LEDGER_URL_FORMS = (
+    "sqlite:////ABSOLUTE/PATH/ledger.db (a file) or postgresql+psycopg://user@host:5432/DBNAME"
+)
+_PG_FORM = "postgresql+psycopg://user@host:5432/DBNAME"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
+_PASSWORD = re.compile(r"(://[^/@:]*):[^@/]*@")
+_SHOWN_MAX = 200
+
+
+def shown_url(url: str) -> str:
+    """``url`` fit for a message: the password masked, at most ~200 characters."""
+    text = _PASSWORD.sub(r"\1:***@", url)
+    if len(text) > _SHOWN_MAX:
+        text = text[:_SHOWN_MAX] + f"... ({len(url)} characters)"
+    return text
+
+
+def _refuse(url: str, source: str, why: str) -> LedgerUrlError:
+    where = f" (from {source})" if source else ""
+    return LedgerUrlError(f"ledger URL {shown_url(url)!r}{where}: {why}")
+
+
+def check_ledger_url(url: str, *, source: str = "") -> str:
+    """Return ``url`` if a ledger there keeps its records; raise :class:`LedgerUrlError` if not.
+
+    ``source`` says where the URL came from (``--ledger``, ``$WAYMARK_LEDGER_URL``) for the
+    message.
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise _refuse(str(url), source, f"empty; expected {LEDGER_URL_FORMS}")
+    match = _SCHEME.match(url)
+    if match is None:
+        raise _refuse(url, source, f"not a database URL; expected {LEDGER_URL_FORMS}")
+    scheme, rest = match.group(1).lower(), match.group(2)
+    backend = scheme.split("+", 1)[0]
+    if backend == "sqlite":
+        _check_sqlite(url, rest, source)
+    else:
+        _check_server(url, scheme, backend, source)
+    return url
+
+
+def _check_sqlite(url: str, rest: str, source: str) -> None:
+    memory = (
+        "an in-memory SQLite database forgets every record when the run ends (an action "
+        "would run again); give the ledger a file (sqlite:////ABSOLUTE/PATH/ledger.db), or "
+        "leave the ledger URL out for the default <workdir>/.waymark/ledger.db"
+    )
+    if rest == "":
+        raise _refuse(url, source, memory)
+    if not rest.startswith("/"):
+        raise _refuse(
+            url,
+            source,
+            "a SQLite URL has three slashes before a relative path and four before an absolute "
+            "one: sqlite:////ABSOLUTE/PATH/ledger.db",
+        )
+    path, _, query = rest[1:].partition("?")
+    database = unquote(path)
+    options = {k.lower(): v.lower() for k, v in parse_qsl(query, keep_blank_values=True)}
+    in_memory = (
+        database in ("", ":memory:")
+        or options.get("mode") == "memory"
+        or (database.startswith("file:") and (":memory:" in database or "mode=memory" in database))
+    )
+    if in_memory:
+        raise _refuse(url, source, memory)
+
+
+def _check_server(url: str, scheme: str, backend: str, source: str) -> None:
+    if backend == "postgres":
+        raise _refuse(url, source, f"'postgres://' is not a SQLAlchemy scheme; write {_PG_FORM}")
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        why = "its port is not a number" if "int()" in str(exc) else "it cannot be parsed"
+        raise _refuse(url, source, f"malformed ({why}); expected {_PG_FORM}") from None
+    if not parsed.database:
+        raise _refuse(
+            url,
+            source,
+            "names no database (the tables would go into whatever database the server "
+            f"defaults to); name it: {_PG_FORM}",
+        )
+    if scheme == "postgresql" and importlib.util.find_spec("psycopg2") is None:
+        if importlib.util.find_spec("psycopg") is not None:
+            raise _refuse(
+                url,
+                source,
+                "postgresql:// needs the psycopg2 driver, which is not installed; use psycopg "
+                f"(installed): {_PG_FORM}",
+            )
