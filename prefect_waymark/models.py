@@ -55,7 +55,13 @@ class GoalContract(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     goal_id: str = Field(description="Stable identifier of the goal.")
-    version: int = Field(default=1, ge=1, description="Explicit version; bump it on every edit.")
+    version: int = Field(
+        default=1,
+        ge=1,
+        le=1_000_000,
+        strict=True,
+        description="Explicit version; bump it on every edit.",
+    )
     status: ContractStatus = Field(
         default="accepted", description="accepted, superseded or revoked."
     )

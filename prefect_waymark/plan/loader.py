@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,17 @@ from pydantic import BaseModel, ValidationError
 from ..errors import PlanError, PlanProblem
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
-from .spec import BlockRef, PlanSpec, StateRefSpec, StepSpec
+from .reading import (
+    MAX_PROBLEMS,
+    clip,
+    line_numbers,
+    load_json,
+    load_yaml,
+    read_plan_bytes,
+    shown,
+)
+from .spec import NUMBER_BOUNDS, BlockRef, PlanSpec, StateRefSpec, StepSpec
+from .step_checks import check_steps, near
 
 __all__ = ["load_plan", "validate_plan_data"]
 
@@ -37,31 +44,6 @@ def _fmt_path(loc: _Loc) -> str:
     return out
 
 
-def _line_map(text: str) -> dict[_Loc, int]:
-    """Map each field path of a YAML/JSON document to its 1-based line number."""
-    lines: dict[_Loc, int] = {}
-    try:
-        root = yaml.compose(text, Loader=_SafeLoader)
-    except yaml.YAMLError:
-        return lines
-
-    def walk(node: yaml.Node, loc: _Loc) -> None:
-        lines[loc] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key = key_node.value
-                lines[loc + (key,)] = key_node.start_mark.line + 1
-                walk(value_node, loc + (key,))
-                lines[loc + (key,)] = key_node.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                walk(item, loc + (i,))
-
-    if root is not None:
-        walk(root, ())
-    return lines
-
-
 _NOT_IN_FILE = ("source", "base_dir")
 
 
@@ -77,44 +59,87 @@ def _line_of(lines: Mapping[_Loc, int], loc: _Loc) -> int | None:
     return None
 
 
-def _near(name: str, choices: list[str]) -> str:
-    match = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
-    return f"; did you mean {match[0]!r}?" if match else ""
+_MAX_MESSAGE = 600
 
 
-def _model_problems(
-    model: type[BaseModel], data: Any, prefix: _Loc, file: str, lines: Mapping[_Loc, int]
-) -> tuple[Any, list[PlanProblem]]:
+def _clip_msg(msg: str) -> str:
+    """A message cut to ~600 characters: values are quoted short already, but a resolver's message
+    or a long list of names is cut here too."""
+    if len(msg) <= _MAX_MESSAGE:
+        return msg
+    return msg[: _MAX_MESSAGE - 160] + " … " + msg[-150:]
+
+
+_Found = list[tuple[_Loc, str]]
+"""Problems as (field path, message); lines are looked up only for those listed."""
+
+
+def _plan_error(source: str, lines: Mapping[_Loc, int], found: _Found) -> PlanError:
+    """The error listing the first :data:`MAX_PROBLEMS` problems, with their lines, counting the
+    rest: a document with 500,000 wrong values is refused as fast as one with a single one."""
+    shown_ = found[:MAX_PROBLEMS]
+    if isinstance(lines, _LazyLines):
+        lines = lines.lookup([loc for loc, _ in shown_])
+    problems = [
+        PlanProblem(source, _fmt_path(loc), _clip_msg(msg), _line_of(lines, loc))
+        for loc, msg in shown_
+    ]
+    if len(found) > MAX_PROBLEMS:
+        more = len(found) - MAX_PROBLEMS
+        problems.append(PlanProblem(source, "", f"... and {more:,} more problems not listed"))
+    return PlanError(problems)
+
+
+_NUMBER_ERRORS = {
+    "int_type",
+    "int_from_float",
+    "int_parsing",
+    "float_type",
+    "float_parsing",
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+}
+
+
+def _model_problems(model: type[BaseModel], data: Any, prefix: _Loc) -> tuple[Any, _Found]:
     try:
         return model.model_validate(data), []
     except ValidationError as exc:
-        problems = []
-        fields = list(model.model_fields)
-        for err in exc.errors():
+        problems: _Found = []
+        for n, err in enumerate(exc.errors(include_url=False)):
             loc: _Loc = prefix + tuple(err["loc"])
+            if n >= MAX_PROBLEMS:  # counted, not listed: no need to word them
+                problems.append((loc, ""))
+                continue
             if err["type"] == "extra_forbidden":
                 name = str(err["loc"][-1])
                 owner = model
                 if len(err["loc"]) > 1 and model is PlanSpec and err["loc"][0] == "steps":
                     owner = StepSpec
                 names = [f for f in owner.model_fields if f not in _NOT_IN_FILE]
-                msg = f"unknown field {name!r}{_near(name, names)} (expected one of: "
+                msg = f"unknown field {shown(name)}{near(name, names)} (expected one of: "
                 msg += ", ".join(names) + ")"
             elif err["type"] == "missing":
                 msg = "required field is missing"
             elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):
-                msg = f"expected a mapping of fields, got {err.get('input')!r}"
+                msg = f"expected a mapping of fields, got {shown(err.get('input'))}"
             elif err["type"] == "string_pattern_mismatch":
                 pattern = (err.get("ctx") or {}).get("pattern", "")
-                msg = f"{err['input']!r} does not match {pattern}"
+                msg = f"{shown(err['input'])} does not match {pattern}"
                 if pattern.startswith("^[A-Za-z0-9._-]"):
                     msg += " (ids may hold only letters, digits, '.', '_' and '-')"
                 elif ":" in str(pattern):
                     msg += " (expected 'package.module:function')"
+            elif loc and loc[-1] in NUMBER_BOUNDS and err["type"] in _NUMBER_ERRORS:
+                got = err.get("input")
+                got_text = f"the boolean {got!r}" if isinstance(got, bool) else shown(got)
+                msg = f"expected {NUMBER_BOUNDS[str(loc[-1])]}, got {got_text}"
             else:
-                msg = f"{err['msg']} (got {err.get('input')!r})"
-            problems.append(PlanProblem(file, _fmt_path(loc), msg, _line_of(lines, loc)))
-        del fields
+                msg = f"{err['msg']} (got {shown(err.get('input'))})"
+            problems.append((loc, msg))
         return None, problems
 
 
@@ -127,15 +152,18 @@ def validate_plan_data(
 ) -> PlanSpec:
     """Validate an already-parsed plan document; raise :class:`PlanError` listing every problem."""
     lines = lines or {}
-    problems: list[PlanProblem] = []
+    problems: _Found = []
 
     def add(loc: _Loc, msg: str) -> None:
-        problems.append(PlanProblem(source, _fmt_path(loc), msg, _line_of(lines, loc)))
+        problems.append((loc, msg))
+
+    def full() -> bool:
+        return len(problems) >= MAX_PROBLEMS
 
     if not isinstance(data, dict):
         got = "an empty document" if data is None else type(data).__name__
         add((), f"expected a mapping with plan_id and steps at the top level, got {got}")
-        raise PlanError(problems)
+        raise _plan_error(source, lines, problems)
     data = dict(data)
     for internal in _NOT_IN_FILE:  # PlanSpec fields set by the loader, not by the file
         if internal in data:
@@ -146,7 +174,7 @@ def validate_plan_data(
         data.pop("steps")
         if "plan_id" not in data:
             add(("plan_id",), "required field is missing")
-        raise PlanError(problems)
+        raise _plan_error(source, lines, problems)
 
     # The contract and state_refs take one of two shapes; validate the chosen one by itself.
     contract_raw = data.pop("contract", None)
@@ -156,17 +184,17 @@ def validate_plan_data(
         cmodel: type[BaseModel] = (
             BlockRef if isinstance(contract_raw, dict) and "block" in contract_raw else GoalContract
         )
-        contract, more = _model_problems(cmodel, contract_raw, ("contract",), source, lines)
+        contract, more = _model_problems(cmodel, contract_raw, ("contract",))
         problems += more
     refs: list[StateRefSpec] | BlockRef = []
     if isinstance(refs_raw, dict):
-        refs_model, more = _model_problems(BlockRef, refs_raw, ("state_refs",), source, lines)
+        refs_model, more = _model_problems(BlockRef, refs_raw, ("state_refs",))
         problems += more
         refs = refs_model or []
     elif isinstance(refs_raw, list):
         ref_list: list[StateRefSpec] = []
         for i, raw in enumerate(refs_raw):
-            ref, more = _model_problems(StateRefSpec, raw, ("state_refs", i), source, lines)
+            ref, more = _model_problems(StateRefSpec, raw, ("state_refs", i))
             problems += more
             if ref is not None:
                 ref_list.append(ref)
@@ -176,7 +204,19 @@ def validate_plan_data(
     else:
         add(("state_refs",), "expected a list of refs or {block: NAME}")
 
-    spec, more = _model_problems(PlanSpec, data, (), source, lines)
+    allow_outside = data.get("allow_outside_workdir") is True
+    raw_steps = data.get("steps")
+    if isinstance(raw_steps, list) and len(raw_steps) > MAX_PROBLEMS:
+        # A flood of non-mappings is listed here: pydantic would word every one of them.
+        bad = [i for i, raw in enumerate(raw_steps) if not isinstance(raw, dict)]
+        if len(bad) > MAX_PROBLEMS:
+            for i in bad:
+                add(
+                    ("steps", i),
+                    "" if full() else f"expected a mapping of fields, got {shown(raw_steps[i])}",
+                )
+            raise _plan_error(source, lines, problems)
+    spec, more = _model_problems(PlanSpec, data, ())
     problems += more
     if isinstance(data.get("steps"), list):
         for i, raw in enumerate(data["steps"]):
@@ -191,75 +231,25 @@ def validate_plan_data(
             steps: list[StepSpec | None] = []
             for raw in raw_steps:
                 try:
-                    steps.append(StepSpec.model_validate(raw))
+                    steps.append(StepSpec.model_validate(raw) if isinstance(raw, dict) else None)
                 except ValidationError:
                     steps.append(None)
             raw_ids = [
                 r["id"] if isinstance(r, dict) and isinstance(r.get("id"), str) else None
                 for r in raw_steps
             ]
-            _check_steps(steps, refs, add, raw_ids)
-        raise PlanError(problems)
+            check_steps(steps, refs, add, raw_ids, full=full, allow_outside=allow_outside)
+        raise _plan_error(source, lines, problems)
 
-    _check_steps(list[StepSpec | None](spec.steps), refs, add)
+    check_steps(
+        list[StepSpec | None](spec.steps), refs, add, full=full, allow_outside=allow_outside
+    )
     if problems:
-        raise PlanError(problems)
+        raise _plan_error(source, lines, problems)
     assert isinstance(spec, PlanSpec)
     return spec.model_copy(
         update={"contract": contract, "state_refs": refs, "source": source, "base_dir": base_dir}
     )
-
-
-def _check_steps(
-    steps: list[StepSpec | None],
-    refs: Any,
-    add: Any,
-    raw_ids: list[str | None] | None = None,
-) -> None:
-    """Cross-step checks. ``raw_ids`` (aligned with ``steps``) also holds the ids of steps that
-    did not parse, so they count for duplicates and dependencies."""
-    aligned = raw_ids if raw_ids is not None else [s.id if s else None for s in steps]
-    ids = [sid for sid in aligned if sid is not None]
-    seen: dict[str, int] = {}
-    for i, sid in enumerate(aligned):
-        if sid is None:
-            continue
-        if sid in seen:
-            add(("steps", i, "id"), f"duplicate step id {sid!r} (first used by steps[{seen[sid]}])")
-        else:
-            seen[sid] = i
-    for i, s in enumerate(steps):
-        if s is None:
-            continue
-        if s.probe is not None and (s.action is None or s.run is None):
-            add(
-                ("steps", i, "probe"),
-                "a probe asks whether the step's action was applied: it needs 'action' and "
-                "'run' (a call: step passes probe= to ctx.action)",
-            )
-        for j, dep in enumerate(s.depends_on):
-            if dep not in ids:
-                add(("steps", i, "depends_on", j), f"unknown step {dep!r}{_near(dep, ids)}")
-            elif dep == s.id:
-                add(("steps", i, "depends_on", j), "a step cannot depend on itself")
-        ref_names = [r.name for r in refs] if isinstance(refs, list) else None
-        if ref_names is not None:
-            for field in ("reads", "writes"):
-                for j, name in enumerate(getattr(s, field)):
-                    if name not in ref_names:
-                        known = ", ".join(ref_names) or "none declared"
-                        add(
-                            ("steps", i, field, j),
-                            f"unknown state ref {name!r}{_near(name, ref_names)}"
-                            f" (declared refs: {known})",
-                        )
-    graph = {s.id: [d for d in s.depends_on if d in seen and d != s.id] for s in steps if s}
-    try:
-        TopologicalSorter(graph).prepare()
-    except CycleError as exc:
-        cycle = list(exc.args[1])
-        first = seen.get(cycle[0], 0)
-        add(("steps", first, "depends_on"), "dependency cycle: " + " -> ".join(cycle))
 
 
 def _yaml_problem(source: str, exc: yaml.YAMLError) -> PlanProblem:
@@ -273,7 +263,7 @@ def _yaml_problem(source: str, exc: yaml.YAMLError) -> PlanProblem:
         msg += f" ({context} started at line {context_mark.line + 1})"
     elif context:
         msg += f" ({context})"
-    return PlanProblem(source, "", msg, line)
+    return PlanProblem(source, "", _clip_msg(msg), line)
 
 
 #: The plans parsed last, by (path as given, resolved path, content): ``waymark run`` parses
@@ -292,11 +282,13 @@ def load_plan(path: str | Path) -> PlanSpec:
     p = Path(path)
     source = str(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        # Newlines as text mode reads them (\r\n and \r become \n).
+        text = read_plan_bytes(p, source).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise PlanError([PlanProblem(source, "", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError([PlanProblem(source, "", f"cannot read the file: {exc}")]) from None
+        msg = f"cannot read the file: {clip(str(exc))}"
+        raise PlanError([PlanProblem(source, "", msg)]) from None
     key = (source, str(p.resolve()), text)
     with _PARSED_LOCK:
         found = _PARSED.get(key)
@@ -313,46 +305,32 @@ def load_plan(path: str | Path) -> PlanSpec:
 
 def _parse(p: Path, source: str, text: str) -> PlanSpec:
     data: Any
+    lines = _LazyLines(text)
     if p.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problem = PlanProblem(source, "", f"JSON syntax error: {exc.msg}", exc.lineno)
-            raise PlanError([problem]) from None
+        data = load_json(text, source, lambda locs: lines.lookup(locs, stop_early=False))
     else:
-        try:
-            data = yaml.load(text, Loader=_SafeLoader)
-        except yaml.YAMLError as exc:
-            raise PlanError([_yaml_problem(source, exc)]) from None
-    return validate_plan_data(
-        data, source=source, base_dir=p.resolve().parent, lines=_LazyLines(text)
-    )
+        data = load_yaml(text, source, _SafeLoader, _yaml_problem)
+    return validate_plan_data(data, source=source, base_dir=p.resolve().parent, lines=lines)
 
 
 class _LazyLines(Mapping[_Loc, int]):
-    """The line map, built only when a problem needs a line number: composing the document a
-    second time costs ~0.15 s for a 1,000-step plan, paid by every run otherwise."""
+    """The lines of a document's field paths, looked up only when a problem is reported: a
+    pass over the text's event stream for the paths asked (nothing composed, memory flat)."""
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._map: dict[_Loc, int] | None = None
 
-    def _lines(self) -> dict[_Loc, int]:
-        if self._map is None:
-            self._map = _line_map(self._text)
-        return self._map
+    def lookup(self, locs: list[_Loc], *, stop_early: bool = True) -> dict[_Loc, int]:
+        return line_numbers(self._text, locs, _SafeLoader, stop_early=stop_early)
 
     def __getitem__(self, loc: _Loc) -> int:
-        return self._lines()[loc]
-
-    def __contains__(self, loc: object) -> bool:
-        return loc in self._lines()
+        return self.lookup([loc])[loc]
 
     def __iter__(self) -> Iterator[_Loc]:
-        return iter(self._lines())
+        return iter(())
 
     def __len__(self) -> int:
-        return len(self._lines())
+        return 0
 
     def __bool__(self) -> bool:
         return True

@@ -14,6 +14,21 @@ from ..models import GoalContract
 __all__ = ["ID_PATTERN", "BlockRef", "PlanSpec", "StateRefSpec", "StepSpec"]
 
 ID_PATTERN = r"^[A-Za-z0-9._-]+$"
+ID_MAX = 100
+"""The longest id (plan, step, branch, action, state ref): ids become keys and file names."""
+
+# Bounds on a step's numbers: a value past them validated once and then crashed the run.
+MAX_RETRIES = 100
+MAX_RETRY_DELAY_SECONDS = 86_400.0  # one day
+MAX_TIMEOUT_SECONDS = 30 * 86_400.0  # thirty days
+
+#: What each numeric field of a plan file accepts, for error messages (booleans are not numbers).
+NUMBER_BOUNDS = {
+    "retries": f"an integer from 0 to {MAX_RETRIES}",
+    "retry_delay_seconds": f"a number of seconds from 0 to {MAX_RETRY_DELAY_SECONDS:,.0f} (a day)",
+    "timeout_seconds": f"a number of seconds above 0, at most {MAX_TIMEOUT_SECONDS:,.0f} (30 days)",
+    "version": "an integer from 1 to 1,000,000",
+}
 CALL_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$"
 
 
@@ -30,7 +45,9 @@ class StateRefSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(pattern=ID_PATTERN, description="Name steps use in reads/writes.")
+    name: str = Field(
+        pattern=ID_PATTERN, max_length=ID_MAX, description="Name steps use in reads/writes."
+    )
     kind: str = Field(description="Resolver kind: http, sql, git, file, prefect-variable.")
     on_error: str = Field(default="review", pattern="^(review|fail)$")
 
@@ -40,11 +57,17 @@ class StepSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=ID_PATTERN, description="Step id; letters, digits, '.', '_', '-'.")
+    id: str = Field(
+        pattern=ID_PATTERN,
+        max_length=ID_MAX,
+        description="Step id; letters, digits, '.', '_', '-'.",
+    )
     title: str = Field(default="", description="Human title.")
     owner: str | None = Field(default=None, description="Who owns the step.")
     depends_on: list[str] = Field(default_factory=list, description="Step ids this step needs.")
-    branch: str = Field(default="main", pattern=ID_PATTERN, description="Branch of execution.")
+    branch: str = Field(
+        default="main", pattern=ID_PATTERN, max_length=ID_MAX, description="Branch of execution."
+    )
     milestone: str | None = Field(default=None, description="Milestone the step belongs to.")
     acceptance: list[str] = Field(default_factory=list, description="Acceptance criteria.")
     run: str | None = Field(default=None, description="Shell command run in the workdir.")
@@ -57,11 +80,30 @@ class StepSpec(BaseModel):
     )
     reads: list[str] = Field(default_factory=list, description="State refs the step reads.")
     writes: list[str] = Field(default_factory=list, description="State refs the step writes.")
-    retries: int = Field(default=0, ge=0, le=100, description="Prefect task retries.")
-    retry_delay_seconds: float = Field(default=0, ge=0, description="Delay between retries.")
-    timeout_seconds: float | None = Field(default=None, gt=0, description="Attempt time limit.")
+    retries: int = Field(
+        default=0, ge=0, le=MAX_RETRIES, strict=True, description="Prefect task retries."
+    )
+    retry_delay_seconds: float = Field(
+        default=0,
+        ge=0,
+        le=MAX_RETRY_DELAY_SECONDS,
+        allow_inf_nan=False,
+        strict=True,
+        description="Delay between retries, in seconds (at most one day).",
+    )
+    timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+        allow_inf_nan=False,
+        strict=True,
+        description="Attempt time limit, in seconds (at most thirty days).",
+    )
     action: str | None = Field(
-        default=None, pattern=ID_PATTERN, description="Names an irreversible action."
+        default=None,
+        pattern=ID_PATTERN,
+        max_length=ID_MAX,
+        description="Names an irreversible action.",
     )
     probe: str | None = Field(
         default=None,
@@ -90,13 +132,21 @@ class PlanSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    plan_id: str = Field(pattern=ID_PATTERN, description="Plan id; becomes keys and file names.")
+    plan_id: str = Field(
+        pattern=ID_PATTERN, max_length=ID_MAX, description="Plan id; becomes keys and file names."
+    )
     title: str = Field(default="", description="Human title.")
     contract: GoalContract | BlockRef | None = Field(default=None, description="Goal contract.")
     state_refs: list[StateRefSpec] | BlockRef = Field(
         default_factory=list, description="Authoritative state the plan depends on."
     )
     steps: list[StepSpec] = Field(min_length=1, description="The plan's steps.")
+    allow_outside_workdir: bool = Field(
+        default=False,
+        strict=True,
+        description="Allow step outputs outside the workdir (absolute paths, '..'); refused "
+        "otherwise.",
+    )
 
     # Where the plan came from; not part of the file.
     source: str = Field(default="<memory>", exclude=True)

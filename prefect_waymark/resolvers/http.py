@@ -60,7 +60,14 @@ class HttpRefConfig(SecretRefConfig):
         default="etag",
         description="etag, last-modified, body (sha256 of the body) or json:/pointer.",
     )
-    timeout_seconds: float = Field(default=10.0, gt=0, le=600, description="Request timeout.")
+    timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        allow_inf_nan=False,
+        strict=True,
+        description="Request timeout, in seconds (above 0, at most 600).",
+    )
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     auth: Literal["bearer", "basic", "header"] | None = Field(
         default=None, description="How the credential is sent (default bearer if one is given)."

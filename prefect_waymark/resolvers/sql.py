@@ -4,6 +4,7 @@ row, read through SQLAlchemy. A missing row is a version too: ``absent``."""
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -16,6 +17,7 @@ __all__ = ["SqlRefConfig", "SqlResolver"]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _TABLE_FIELDS = ("table", "key_column", "key", "version_column")
+_INT64 = 2**63  # a SQL integer is a signed 64-bit one, or the database refuses it at run time
 
 
 class SqlRefConfig(SecretRefConfig):
@@ -44,7 +46,7 @@ class SqlRefConfig(SecretRefConfig):
         except ArgumentError:
             raise ValueError(
                 f"expected a SQLAlchemy URL such as sqlite:///data.db or "
-                f"postgresql+psycopg://user@host/db, got {value!r}"
+                f"postgresql+psycopg://user@host/db, got {value[:200]!r}"
             ) from None
         return value
 
@@ -52,7 +54,37 @@ class SqlRefConfig(SecretRefConfig):
     @classmethod
     def _ident(cls, value: str | None) -> str | None:
         if value is not None and not _IDENT.match(value):
-            raise ValueError(f"expected a plain SQL identifier (letters, digits, _), got {value!r}")
+            raise ValueError(
+                f"expected a plain SQL identifier (letters, digits, _), got {value[:200]!r}"
+            )
+        return value
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _key(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"expected a string or an integer, got the boolean {value!r}")
+        if isinstance(value, int) and not -_INT64 <= value < _INT64:
+            raise ValueError(
+                f"expected a 64-bit integer (from -2**63 to 2**63-1), got one with "
+                f"{len(str(abs(value)))} digits"
+            )
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """A number the database cannot bind (inf, nan, past 64 bits) is refused here, not when
+        the ref is first read."""
+        for name, item in value.items():
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError(f"parameter {name[:100]!r}: expected a finite number, not {item}")
+            if isinstance(item, int) and not isinstance(item, bool):
+                if not -_INT64 <= item < _INT64:
+                    raise ValueError(
+                        f"parameter {name[:100]!r}: expected a 64-bit integer "
+                        f"(from -2**63 to 2**63-1), got one with {len(str(abs(item)))} digits"
+                    )
         return value
 
     @model_validator(mode="after")

@@ -23,6 +23,43 @@ def _near(name: str, choices: list[str]) -> str:
     return f"; did you mean {match[0]!r}?" if match else ""
 
 
+_NUMBER_ERRORS = (
+    "float_type",
+    "float_parsing",
+    "finite_number",
+    "int_type",
+    "int_parsing",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+)
+
+
+def _bounds(model: type[RefConfig], loc: Loc) -> str:
+    """A numeric field's bounds in words ("above 0, at most 600"), from its constraints."""
+    field = model.model_fields.get(str(loc[0])) if len(loc) == 1 else None
+    if field is None:
+        return ""
+    words = []
+    for item in field.metadata:
+        for attr, word in (("gt", "above"), ("ge", "at least"), ("lt", "below"), ("le", "at most")):
+            bound = getattr(item, attr, None)
+            if isinstance(bound, int | float):
+                words.append(f"{word} {bound:g}")
+    return ", ".join(words)
+
+
+def _got(value: Any) -> str:
+    """A bad value for a message: at most ~200 characters of its repr."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = 200
+    text = short.repr(value)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 def ref_field_problems(data: Any, *, from_plan_file: bool = True) -> list[tuple[Loc, str]]:
     """Every problem with one ref's fields, as (path inside the ref, message)."""
     if not isinstance(data, dict):
@@ -38,7 +75,10 @@ def ref_field_problems(data: Any, *, from_plan_file: bool = True) -> list[tuple[
         kinds = known_kinds()
         return [
             *problems,
-            (("kind",), f"unknown kind {kind!r}{_near(kind, kinds)} (known: {', '.join(kinds)})"),
+            (
+                ("kind",),
+                f"unknown kind {_got(kind)}{_near(kind[:100], kinds)} (known: {', '.join(kinds)})",
+            ),
         ]
     except Exception as exc:  # noqa: BLE001 - a broken plug-in is a problem to report
         return [*problems, (("kind",), str(exc))]
@@ -67,8 +107,10 @@ def ref_field_problems(data: Any, *, from_plan_file: bool = True) -> list[tuple[
                 msg = f"required for kind {kind!r}"
             elif err["type"] == "value_error":
                 msg = str(err["msg"]).removeprefix("Value error, ")
+            elif err["type"] in _NUMBER_ERRORS and _bounds(model, loc):
+                msg = f"expected a number {_bounds(model, loc)} (got {_got(err.get('input'))})"
             else:
-                msg = f"{err['msg']} (got {err.get('input')!r})"
+                msg = f"{err['msg']} (got {_got(err.get('input'))})"
             problems.append((loc, msg))
     return problems
 

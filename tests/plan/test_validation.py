@@ -277,7 +277,7 @@ def test_wrong_types_say_what_was_expected(tmp_path: Path) -> None:
     problems = problems_of(write_plan(tmp_path, doc))
     assert "expected a mapping" in only(problems, "steps[0]").message
     assert "valid list" in only(problems, "steps[1].depends_on").message
-    assert "greater than or equal to 0" in only(problems, "steps[1].retries").message
+    assert "an integer from 0 to 100, got -1" in only(problems, "steps[1].retries").message
     assert "did you mean 'call'" in only(problems, "steps[1].call_").message
     assert "'package.module:function'" in only(problems, "steps[2].call").message
     assert all(p.line is not None for p in problems)

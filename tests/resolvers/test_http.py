@@ -128,7 +128,7 @@ def test_one_async_client_reads_all_refs_of_a_decision(
         ({"url": "ftp://host/x"}, ("url",), "expected an http:// or https:// URL"),
         ({"version_from": "header"}, ("version_from",), "expected etag, last-modified"),
         ({"auth": "bearer"}, (), "needs a credential"),
-        ({"timeout_seconds": 0}, ("timeout_seconds",), "greater than 0"),
+        ({"timeout_seconds": 0}, ("timeout_seconds",), "above 0, at most 600"),
         ({"verb": "POST"}, ("verb",), "unknown field 'verb'"),
     ],
 )
