@@ -30,10 +30,7 @@ named for type checkers only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .run.summary import RunSummary
+from typing import Any, Protocol
 
 __all__ = [
     "BranchBusyError",
@@ -211,10 +208,19 @@ class ForbiddenActionError(StepError):
         return (type(self), (self.step_id, self.action, self.rule))
 
 
-class PlanRunFailed(StepError):
-    """A step failed in this run; the flow run ends Failed and carries the run's summary."""
+class _RunOutcome(Protocol):
+    """What a failed run's summary (:class:`~prefect_waymark.run.summary.RunSummary`) tells this
+    error; named structurally so that errors.py imports nothing of the package."""
 
-    def __init__(self, summary: RunSummary) -> None:
+    plan_id: str
+    failed_steps: list[str]
+
+
+class PlanRunFailed(StepError):
+    """A step failed in this run; the flow run ends Failed and carries the run's summary
+    (a :class:`~prefect_waymark.run.summary.RunSummary`)."""
+
+    def __init__(self, summary: _RunOutcome) -> None:
         self.summary = summary
         super().__init__(
             f"plan {summary.plan_id}: step(s) failed: {', '.join(summary.failed_steps)}"

@@ -2,7 +2,7 @@
 the error tree, the domain records and ``__init__`` at the top level.
 
 The import graph is read from the source with :mod:`ast` (nothing is imported): every import,
-including those inside functions, except under ``if TYPE_CHECKING:`` (type checkers only).
+including those inside functions and under ``if TYPE_CHECKING:``.
 """
 
 from __future__ import annotations
@@ -32,24 +32,12 @@ def _module_files() -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
 def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import under ``node`` (in functions too), skipping ``if TYPE_CHECKING:`` bodies."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child.test):
-            for stmt in child.orelse:  # the ``else:`` branch runs
-                if isinstance(stmt, ast.Import | ast.ImportFrom):
-                    yield stmt
-                yield from _imports(stmt)
-            continue
+    """Every import under ``node``: in functions and under ``if TYPE_CHECKING:`` too (a circle
+    that only type checkers follow is still a circle in the design)."""
+    for child in ast.walk(node):
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child
-        yield from _imports(child)
 
 
 def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -157,19 +145,19 @@ def _short(module: str) -> str:
 
 
 def test_the_graph_sees_every_kind_of_import() -> None:
-    """Relative, function-level and ``from pkg import submodule`` imports are edges;
-    ``if TYPE_CHECKING:`` imports are not."""
+    """Relative, function-level, ``if TYPE_CHECKING:`` and ``from pkg import submodule``
+    imports are all edges."""
     graph = import_graph()
     top = graph[NAME]
     assert f"{NAME}.errors" in top  # from .errors import (...)
     assert f"{NAME}.flows.run_plan" in top  # inside __getattr__
     assert f"{NAME}.blocks" in top  # from . import blocks as _blocks
-    assert f"{NAME}.run.summary" not in graph[f"{NAME}.errors"]  # TYPE_CHECKING only
+    assert f"{NAME}.run.summary" not in graph[f"{NAME}.errors"]  # errors imports no module
     assert set().union(*graph.values()) <= set(graph)
     tree = ast.parse(
         "if TYPE_CHECKING:\n    import a\nelse:\n    import b\ndef f():\n    import c\n"
     )
-    assert [alias.name for node in _imports(tree) for alias in node.names] == ["b", "c"]
+    assert [alias.name for node in _imports(tree) for alias in node.names] == ["a", "b", "c"]
 
 
 def test_cycle_finder_finds_a_cycle() -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from . import exit_codes
+from .exit_codes import INTERRUPTED, NEEDS_REVIEW, OK, STEP_FAILED, STOPPED
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
@@ -16,11 +16,11 @@ __all__ = ["RunResult", "RunSummary", "summary_from_state"]
 RunResult = Literal["completed", "stopped", "failed", "needs_review", "interrupted"]
 
 _EXIT = {
-    "completed": exit_codes.OK,
-    "failed": exit_codes.STEP_FAILED,
-    "stopped": exit_codes.STOPPED,
-    "interrupted": exit_codes.INTERRUPTED,
-    "needs_review": exit_codes.NEEDS_REVIEW,
+    "completed": OK,
+    "failed": STEP_FAILED,
+    "stopped": STOPPED,
+    "interrupted": INTERRUPTED,
+    "needs_review": NEEDS_REVIEW,
 }
 
 
@@ -86,6 +86,6 @@ def summary_from_state(state: State[Any]) -> RunSummary | BaseException:
     if state.is_completed():
         return RunSummary.model_validate(state.result())
     error = state.result(raise_on_failure=False)
-    if isinstance(error, PlanRunFailed):
+    if isinstance(error, PlanRunFailed) and isinstance(error.summary, RunSummary):
         return error.summary
     return error if isinstance(error, BaseException) else RuntimeError(str(state.message))

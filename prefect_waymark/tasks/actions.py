@@ -33,7 +33,7 @@ import os
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import ForbiddenActionError, NeedsReview, OutcomeUnknownError, StepError
 from ..ledger.base import pid_alive, this_host
@@ -42,11 +42,14 @@ from ..models import ActionReceipt
 from ..run.identity import default_executor
 
 if TYPE_CHECKING:
+    import logging
+
     from ..ledger import Ledger
-    from .step_context import StepContext
+    from ..plan.spec import StepSpec
 
 __all__ = [
     "Action",
+    "ActionSite",
     "Probe",
     "forbidden_rule",
 ]
@@ -76,12 +79,30 @@ def _hash(response: Any) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+class ActionSite(Protocol):
+    """Where an action runs: what :class:`Action` reads of its step's
+    :class:`~prefect_waymark.tasks.step_context.StepContext` (named structurally, so this module
+    does not import the context that creates actions)."""
+
+    @property
+    def plan_id(self) -> str: ...
+    @property
+    def step_id(self) -> str: ...
+
+    step: StepSpec
+    run_id: str
+    executor: str | None
+    forbidden: list[str]
+    ledger: Ledger | None
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+
 class Action:
     """One irreversible action of a step. Use once, as a context manager or as a decorator."""
 
     def __init__(
         self,
-        ctx: StepContext,
+        ctx: ActionSite,
         name: str,
         *,
         key: str | None = None,
