@@ -63,6 +63,18 @@ def wait_for_file(path: Path, proc: subprocess.Popen[bytes], log: Path, limit: f
         time.sleep(0.05)
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting to be reaped does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the runner and every process it started (its own process group)."""
     try:

@@ -6,7 +6,6 @@ process exits by the signal (130 for SIGINT). The next run continues at the inte
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
 from tests._support.resume_helpers import (
+    alive,
     kill_group,
     ledger_events,
     runs_of,
@@ -23,17 +23,6 @@ from tests._support.resume_helpers import (
     start_cli,
     wait_for_file,
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -59,9 +48,9 @@ def test_a_signal_mid_step_finishes_the_run_on_record(
     assert "Traceback" not in text, text[-3000:]
     child = int((tmp_path / "child.pid").read_text())
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(child), "the step's command outlived the interrupted run"
+    assert not alive(child), "the step's command outlived the interrupted run"
 
     url = sqlite_url(tmp_path)
     kinds = [str(e.kind) for e in ledger_events(url, "signals")]

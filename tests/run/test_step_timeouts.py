@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from tests._support.helpers import write_plan
 from tests._support.inprocess import flow_outcome
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests._support.resume_helpers import alive
 
 
 def test_timeout_kills_the_commands_process_group(prefect_server: str, tmp_path: Path) -> None:
@@ -40,7 +29,7 @@ def test_timeout_kills_the_commands_process_group(prefect_server: str, tmp_path:
     ended, summary = flow_outcome(plan)
     assert ended == "failed" and summary.failed_steps == ["slow"]
     child = int((tmp_path / "child.pid").read_text())
-    assert not _alive(child), "the command's child survived the step's timeout"
+    assert not alive(child), "the command's child survived the step's timeout"
     time.sleep(3.5)
     assert not (tmp_path / "late.txt").exists()
 
