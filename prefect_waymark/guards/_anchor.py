@@ -56,7 +56,7 @@ class Anchor:
         """The forbidden list of the contract as last read (the plan's own before the first)."""
         if self.contract is not None:
             return list(self.contract.forbidden)
-        return list(getattr(self.plan.contract, "forbidden", []) or [])
+        return self.plan.inline_forbidden()
 
     def reload_accepted(self) -> None:
         """Fold the accepted versions again (after a person's answer recorded new ones)."""

@@ -152,6 +152,10 @@ class PlanSpec(BaseModel):
     source: str = Field(default="<memory>", exclude=True)
     base_dir: Path | None = Field(default=None, exclude=True)
 
+    def inline_forbidden(self) -> list[str]:
+        """The forbidden list of an inline contract (a contract block's is read at run time)."""
+        return list(self.contract.forbidden) if isinstance(self.contract, GoalContract) else []
+
     def step(self, step_id: str) -> StepSpec:
         for s in self.steps:
             if s.id == step_id:

@@ -52,7 +52,7 @@ class StepRuntime:
         """The goal contract's forbidden list as last re-read (the plan's own before that)."""
         if self._forbidden is not None:
             return self._forbidden()
-        return list(getattr(self.plan.contract, "forbidden", []) or [])
+        return self.plan.inline_forbidden()
 
     def tick(self, step: StepSpec, every: int) -> None:
         """``ctx.tick()`` inside a long step: the guards re-check; a stop raises
