@@ -9,6 +9,8 @@ WaymarkError
 ├── LedgerError               the ledger cannot be opened or written
 │   ├── LedgerNotFound        there is no ledger there (no file, or no ledger tables)
 │   ├── LedgerUrlError        a malformed ledger URL, or one that keeps no record (a ValueError)
+│   │   └── PinUnavailable    the plan's pinned ledger URL cannot be had (variable unset, no block)
+│   ├── LedgerMismatch        the workdir's marker was written with another ledger
 │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
 │   ├── BranchBusyError       another run holds the branch's single in_progress slot
 │   ├── TransitionError       a status change the progress rules do not allow
@@ -36,12 +38,14 @@ __all__ = [
     "BranchBusyError",
     "ForbiddenActionError",
     "LedgerError",
+    "LedgerMismatch",
     "LedgerNotFound",
     "LedgerUrlError",
     "LedgerVersionError",
     "MarkerFileError",
     "NeedsReview",
     "OutcomeUnknownError",
+    "PinUnavailable",
     "PlanError",
     "PlanProblem",
     "PlanRunFailed",
@@ -142,6 +146,16 @@ class LedgerUrlError(LedgerError, ValueError):
 
     Also a ``ValueError``: bad input.
     """
+
+
+class PinUnavailable(LedgerUrlError):
+    """The plan pins its ledger (``ledger:`` in the plan file) but its URL cannot be had: the
+    environment variable is not set, the Prefect Secret block is missing or unreadable."""
+
+
+class LedgerMismatch(LedgerError):
+    """The workdir's marker names another ledger (by identity) than the one this run opened:
+    running here would start the plan afresh, actions included."""
 
 
 class LedgerVersionError(LedgerError):

@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import typer
 
-from ..errors import LedgerError, LedgerNotFound, PlanError
+from ..errors import LedgerError, LedgerNotFound, PlanError, WaymarkError
 from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_ledger_url
 from ..plan.loader import load_plan
 from ..plan.spec import PlanSpec
@@ -35,20 +35,46 @@ def workdir_for(plan: PlanSpec, workdir: Path | None) -> Path:
     return base.resolve()
 
 
-def open_or_exit(url: str | None, workdir: Path, *, create: bool) -> Ledger | None:
-    """Open the ledger; with ``create=False`` a ledger that does not exist yet gives ``None``."""
+def ledger_url_or_exit(url: str | None, workdir: Path, plan: PlanSpec | None) -> str:
+    """The run's ledger URL (``--ledger``, the plan's pinned ledger, ``$WAYMARK_LEDGER_URL`` or
+    the default), checked; exit 2 with one line if it is bad or a required pin cannot be had."""
+    pin = plan.ledger if plan is not None else None
     try:
-        return open_ledger(resolve_ledger_url(url, workdir, source="--ledger"), create=create)
+        if pin is not None and pin.secret is not None:  # the block is on the Prefect server
+            from .run_command import configure_prefect
+
+            configure_prefect()
+        return resolve_ledger_url(
+            url,
+            workdir,
+            source="--ledger",
+            pin=pin,
+            pin_source=plan.source if plan is not None else "the plan file",
+        )
+    except (LedgerError, WaymarkError) as exc:
+        fail(str(exc))
+
+
+def open_or_exit(
+    url: str | None, workdir: Path, *, create: bool, plan: PlanSpec | None = None
+) -> Ledger | None:
+    """Open the ledger; with ``create=False`` a ledger that does not exist yet gives ``None``."""
+    resolved = ledger_url_or_exit(url, workdir, plan)
+    try:
+        return open_ledger(resolved, create=create)
     except LedgerNotFound:  # only without create: nothing recorded there yet
         return None
     except LedgerError as exc:
         fail(str(exc))
 
 
-def open_reader_or_exit(url: str | None, workdir: Path) -> LedgerReader | None:
+def open_reader_or_exit(
+    url: str | None, workdir: Path, plan: PlanSpec | None = None
+) -> LedgerReader | None:
     """Open the ledger read-only (SQLite without SQLAlchemy); ``None`` if it does not exist."""
+    resolved = ledger_url_or_exit(url, workdir, plan)
     try:
-        return open_reader(resolve_ledger_url(url, workdir, source="--ledger"))
+        return open_reader(resolved)
     except LedgerNotFound:
         return None
     except LedgerError as exc:
@@ -56,15 +82,53 @@ def open_reader_or_exit(url: str | None, workdir: Path) -> LedgerReader | None:
 
 
 def preflight_paths_or_exit(
-    url: str | None, workdir: Path, results: Path | None, markers: Path | None
+    url: str | None,
+    workdir: Path,
+    results: Path | None,
+    markers: Path | None,
+    plan: PlanSpec | None = None,
 ) -> None:
     """Exit 2 (one line: the path and why) if the ledger URL is bad or a folder the run will
     write cannot be created or written; creates nothing."""
     from ..errors import UnwritablePathError
     from ..run.preflight import preflight_paths
 
+    resolved = ledger_url_or_exit(url, workdir, plan)
     try:
-        resolved = resolve_ledger_url(url, workdir, source="--ledger")
         preflight_paths(ledger_url=resolved, results=results, markers=markers)
-    except (LedgerError, UnwritablePathError) as exc:
+    except UnwritablePathError as exc:
         fail(str(exc))
+
+
+def preflight_run_or_exit(
+    spec: PlanSpec, wd: Path, ledger: str | None, markers_dir: Path | None
+) -> None:
+    """Refuse (exit 2) before Prefect starts if the ledger URL is bad, a folder the run writes
+    cannot be written, waymark's files would overwrite someone's, the workdir's marker names
+    another ledger, or the plan was renamed away from this id."""
+    from ..errors import LedgerMismatch
+    from ..markers import MarkerFileError, markers_folder, preflight_markers
+    from ..run.preflight import results_folder
+
+    folder = markers_folder(spec, wd, markers_dir)
+    preflight_paths_or_exit(ledger, wd, results_folder(None, wd), folder, plan=spec)
+    led = open_or_exit(ledger, wd, create=False, plan=spec)
+    try:
+        check_not_renamed(spec, led)
+        preflight_markers(spec, led, folder)
+    except (MarkerFileError, LedgerMismatch) as exc:
+        fail(str(exc))
+    finally:
+        if led is not None:
+            led.close()
+
+
+def check_not_renamed(spec: PlanSpec, led: LedgerReader | None) -> None:
+    """Exit 2 if the ledger says this plan id was renamed: its history lives under the new id."""
+    from ..ledger.plan_rename import check_not_renamed as check
+
+    if led is not None:
+        try:
+            check(led, spec.plan_id, spec.source)
+        except LedgerError as exc:
+            fail(str(exc))

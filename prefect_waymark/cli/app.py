@@ -11,7 +11,26 @@ import typer
 
 from ..ledger.events import EventKind
 from ..run import exit_codes
-from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
+from ._common import (
+    fail,
+    load_or_exit,
+    open_or_exit,
+    open_reader_or_exit,
+    preflight_run_or_exit,
+    workdir_for,
+)
+from .options import (
+    ByOpt,
+    ExecutorOpt,
+    LedgerOpt,
+    MarkersDirOpt,
+    MaxStepsOpt,
+    PlanArg,
+    ReasonOpt,
+    UntilOpt,
+    WorkdirOpt,
+)
+from .plan_history import rename_plan, rerun
 
 app = typer.Typer(
     name="waymark",
@@ -20,21 +39,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-PlanArg = Annotated[Path, typer.Argument(help="Plan file (YAML or JSON).")]
-WorkdirOpt = Annotated[
-    Path | None, typer.Option("--workdir", help="Working folder (default: the plan's folder).")
-]
-LedgerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ledger",
-        help="Ledger SQLAlchemy URL (default: $WAYMARK_LEDGER_URL, else "
-        "sqlite:///<workdir>/.waymark/ledger.db).",
-    ),
-]
-ReasonOpt = Annotated[str, typer.Option("--reason", help="Why, for the record.")]
-ByOpt = Annotated[str | None, typer.Option("--by", help="Who records it (default: user@host).")]
 
 
 @app.command()
@@ -75,7 +79,11 @@ def status(
     spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
     # Plain status reads a SQLite ledger without SQLAlchemy; --rebuild writes, so it opens it all.
-    led = open_or_exit(ledger, wd, create=False) if rebuild else open_reader_or_exit(ledger, wd)
+    led = (
+        open_or_exit(ledger, wd, create=False, plan=spec)
+        if rebuild
+        else open_reader_or_exit(ledger, wd, plan=spec)
+    )
     extra: dict[str, Any] = {}
     if led is None:
         states = {}
@@ -130,7 +138,7 @@ def _run(
     if max_steps is not None and max_steps < 1:
         fail("--max-steps: expected a number >= 1")
     wd = workdir_for(spec, workdir)
-    _preflight_markers(spec, wd, ledger, markers_dir)
+    preflight_run_or_exit(spec, wd, ledger, markers_dir)
     from .run_command import run_from_cli
 
     code = run_from_cli(
@@ -144,44 +152,6 @@ def _run(
         checked=True,
     )
     raise typer.Exit(code)
-
-
-def _preflight_markers(spec: Any, wd: Path, ledger: str | None, markers_dir: Path | None) -> None:
-    """Refuse (exit 2) before Prefect starts if the ledger URL is bad, a folder the run writes
-    cannot be written, or waymark's files would overwrite someone's."""
-    from ..markers import MarkerFileError, markers_folder, preflight_markers
-    from ..run.preflight import results_folder
-    from ._common import preflight_paths_or_exit
-
-    folder = markers_folder(spec, wd, markers_dir)
-    preflight_paths_or_exit(ledger, wd, results_folder(None, wd), folder)
-    led = open_or_exit(ledger, wd, create=False)
-    try:
-        preflight_markers(spec, led, folder)
-    except MarkerFileError as exc:
-        fail(str(exc))
-    finally:
-        if led is not None:
-            led.close()
-
-
-MarkersDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--markers-dir",
-        help="Folder for EXECUTION_MARKER.json, TASKS.md, STATE.md, IMPLEMENTATION_LOG.md "
-        "(default: the workdir: the plan's folder unless --workdir moves it).",
-    ),
-]
-MaxStepsOpt = Annotated[
-    int | None, typer.Option("--max-steps", help="Run at most N steps, then stop (exit 3).")
-]
-UntilOpt = Annotated[
-    str | None, typer.Option("--until", help="Stop once this step (and what it needs) is done.")
-]
-ExecutorOpt = Annotated[
-    str | None, typer.Option("--executor", help="Who runs this (default: user@host).")
-]
 
 
 @app.command()
@@ -204,46 +174,8 @@ def run(
 
 # `waymark resume` is the same command under the name people reach for the next day.
 app.command(name="resume", help="Same as `run`: continue the plan where the last run stopped.")(run)
-
-
-@app.command()
-def rerun(
-    plan: PlanArg,
-    step: Annotated[str, typer.Argument(help="Step id to run again.")],
-    workdir: WorkdirOpt = None,
-    ledger: LedgerOpt = None,
-    reason: ReasonOpt = "",
-    by: ByOpt = None,
-) -> None:
-    """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
-    from ..errors import TransitionError
-    from ..run.identity import default_executor
-
-    spec = load_or_exit(plan)
-    if step not in {s.id for s in spec.steps}:
-        fail(f"unknown step {step!r} in {plan}")
-    led = open_or_exit(ledger, workdir_for(spec, workdir), create=False)
-    if led is None:
-        fail(f"plan {spec.plan_id!r} has no recorded run: nothing to re-run")
-    with led:
-        try:
-            led.record(
-                spec.plan_id,
-                EventKind.step_rerun_requested,
-                step_id=step,
-                branch=spec.step(step).branch,
-                by=by or default_executor(),
-                reason=reason,
-            )
-        except TransitionError as exc:
-            fail(str(exc))
-        applied = [r for r in led.receipts(spec.plan_id, step) if r.state == "applied"]
-    print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
-    for r in applied:
-        print(
-            f"note: its action {r.action!r} has a committed receipt (key {r.key}): the action "
-            "is not done again — the step finds the receipt and skips it"
-        )
+app.command()(rerun)
+app.command(name="rename-plan")(rename_plan)
 
 
 @app.command()

@@ -54,7 +54,7 @@ def receipt_command(
     if external_id is not None and not applied:
         fail("--external-id goes with --applied")
     wd = workdir_for(spec, workdir)
-    led = open_or_exit(ledger_url, wd, create=False)
+    led = open_or_exit(ledger_url, wd, create=False, plan=spec)
     if led is None:
         fail(f"no ledger for plan {spec.plan_id!r} in {wd}: nothing was recorded yet")
     with led:
@@ -116,7 +116,7 @@ def review_receipt(
     if external_id is not None and outcomes[receipt] != "applied":
         fail("--external-id goes with --receipt applied")
     spec = load_or_exit(plan_path)
-    led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False)
+    led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False, plan=spec)
     if led is None:
         fail(f"{plan_path}: no ledger yet; the plan has not run, so nothing needs review")
     with led:

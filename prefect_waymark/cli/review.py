@@ -37,7 +37,7 @@ def review_command(
 ) -> int:
     decision = _decision(accept, rerun, abort)
     spec = load_or_exit(plan)
-    led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False)
+    led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False, plan=spec)
     if led is None:
         fail(f"{plan}: no ledger yet; the plan has not run, so nothing needs review")
     with led:

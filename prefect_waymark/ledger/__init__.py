@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..errors import LedgerUrlError
 from .base import Hold, Ledger, LedgerReader
 from .events import EventKind, ProgressEvent
+from .pin import LedgerPin, pinned_url
 from .schema import SCHEMA_VERSION
 from .step_state import StepState
-from .urls import check_ledger_url
+from .urls import check_ledger_url, shown_url
 
 if TYPE_CHECKING:
     from .sql_ledger import SqlLedger
@@ -25,6 +27,7 @@ __all__ = [
     "EventKind",
     "Hold",
     "Ledger",
+    "LedgerPin",
     "LedgerReader",
     "ProgressEvent",
     "SqlLedger",
@@ -48,12 +51,33 @@ def default_ledger_url(workdir: Path) -> str:
     return f"sqlite:///{quote(str(path), safe='/')}"
 
 
-def resolve_ledger_url(url: str | None, workdir: Path, *, source: str = "ledger_url") -> str:
-    """``url``, else ``$WAYMARK_LEDGER_URL``, else the embedded default; checked.
+def resolve_ledger_url(
+    url: str | None,
+    workdir: Path,
+    *,
+    source: str = "ledger_url",
+    pin: LedgerPin | None = None,
+    pin_source: str = "the plan file",
+) -> str:
+    """The ledger URL of a run, checked: the plan's pinned ledger (``pin``, the plan file's
+    ``ledger:``), else ``url``, else ``$WAYMARK_LEDGER_URL``, else the embedded default.
 
-    Raises :class:`~prefect_waymark.errors.LedgerUrlError` (naming ``source``, or
-    ``$WAYMARK_LEDGER_URL``) for a malformed URL or one whose ledger keeps no record.
+    A required pin wins and refuses a ``url`` that names another ledger; a pin that is not
+    required yields to ``url`` and, when its variable or block is missing, falls back.
+    Raises :class:`~prefect_waymark.errors.LedgerUrlError` (naming ``source``, the pin, or
+    ``$WAYMARK_LEDGER_URL``) for a malformed URL, one whose ledger keeps no record, a pinned
+    ledger that cannot be had or is contradicted.
     """
+    if pin is not None:
+        pinned = pinned_url(pin, pin_source)
+        if pinned is not None and (not url or url == pinned):
+            return pinned
+        if pinned is not None and pin.required:
+            raise LedgerUrlError(
+                f"{source} names the ledger {shown_url(url or '')!r}, but the plan pins "
+                f"{shown_url(pinned)!r} ({pin.describe(pin_source)}); nothing ran. Leave "
+                f"{source} out: a run of this plan uses its pinned ledger"
+            )
     if url:
         return check_ledger_url(url, source=source)
     env = os.environ.get(LEDGER_ENV)

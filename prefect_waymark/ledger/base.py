@@ -79,6 +79,9 @@ class LedgerReader(Protocol):
     """
 
     url: str
+    #: The ledger's identity (a UUID written at creation); ``None`` for a ledger of schema 1
+    #: that has not been migrated yet (a read-only reader does not migrate).
+    ledger_id: str | None
 
     def events(
         self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
@@ -108,6 +111,7 @@ class Ledger(ReceiptStore):
     """
 
     url: str
+    ledger_id: str | None = None
 
     @abstractmethod
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
@@ -145,6 +149,11 @@ class Ledger(ReceiptStore):
     @abstractmethod
     def rebuild(self, plan_id: str, *, write: bool = False) -> dict[str, StepState]:
         """Fold the plan's events again; with ``write`` replace the projection with the result."""
+
+    @abstractmethod
+    def rename_plan(self, old: str, new: str, *, by: str) -> dict[str, int]:
+        """Carry plan ``old``'s history and receipts over to the id ``new`` (one transaction);
+        return the counts of events, steps and receipts carried over."""
 
     @abstractmethod
     def close(self) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "MarkerWrittenData",
     "PlanAbortLiftedData",
     "PlanAbortedData",
+    "PlanRenamedData",
     "ProgressEvent",
     "ReanchorData",
     "ReviewWaitingData",
@@ -72,6 +73,8 @@ class EventKind(_ValueEnum):
     review_waiting = "review_waiting"
     plan_aborted = "plan_aborted"
     plan_abort_lifted = "plan_abort_lifted"
+    # A plan id changed: its history and receipts were carried over (`waymark rename-plan`).
+    plan_renamed = "plan_renamed"
 
 
 #: Kinds that act on a step's irreversible action (any step status).
@@ -182,6 +185,8 @@ class MarkerWrittenData(TypedDict):
     result: str
     next_start: dict[str, Any]
     marker_file: str | None
+    ledger_id: str | None  # schema 2 on: the identity of the ledger that holds the run
+    ledger: str  # that ledger's URL, its password masked
 
 
 class StepStartedData(TypedDict):
@@ -317,6 +322,17 @@ class PlanAbortLiftedData(TypedDict):
     by: str
 
 
+class PlanRenamedData(TypedDict, total=False):
+    """On the new id: ``from_plan`` (its history, copied before this event); on the old id:
+    ``to_plan`` (no run continues under the old id)."""
+
+    from_plan: str
+    to_plan: str
+    by: str
+    events: int
+    receipts: int
+
+
 #: The payload type of each kind: the keys its ``data`` may hold.
 EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.run_started: RunStartedData,
@@ -340,4 +356,5 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.review_waiting: ReviewWaitingData,
     EventKind.plan_aborted: PlanAbortedData,
     EventKind.plan_abort_lifted: PlanAbortLiftedData,
+    EventKind.plan_renamed: PlanRenamedData,
 }

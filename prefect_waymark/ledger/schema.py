@@ -22,6 +22,7 @@ from .step_state import StepState
 __all__ = [
     "EVENTS",
     "HOLDS",
+    "LEDGER_ID_KEY",
     "META",
     "RECEIPTS",
     "SCHEMA_VERSION",
@@ -37,8 +38,11 @@ __all__ = [
 ]
 
 #: The version of this schema, stored in ``waymark_meta`` under :data:`SCHEMA_VERSION_KEY`.
-SCHEMA_VERSION = 1
+#: 1: prefect-waymark 0.1.0; 2: a ledger identity (:mod:`.migrations` brings older ledgers up).
+SCHEMA_VERSION = 2
 SCHEMA_VERSION_KEY = "schema_version"
+#: The ledger's identity, a UUID written when it is created (or migrated to version 2).
+LEDGER_ID_KEY = "ledger_id"
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,12 @@ from ..errors import BranchBusyError, LedgerError, LedgerNotFound
 from ._tables import EventRow, HoldRow, MetaRow, StepRow, metadata
 from .base import Hold, Ledger, event_kind, this_host
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
+from .migrations import migrate, new_ledger_meta
+from .plan_rename import PlanRenames
 from .receipts import SqlReceipts
 from .schema import (
     EVENTS,
+    LEDGER_ID_KEY,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     STEPS,
@@ -88,6 +91,10 @@ _UPDATE_STEP = (
     .where(_steps.c.plan_id == bindparam("p_plan"), _steps.c.step_id == bindparam("p_step"))
     .values(last_seq=bindparam("last_seq"), state=bindparam("state"))
 )
+_CLAIM_META = {
+    "sqlite": sqlite.insert(_meta).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(_meta).on_conflict_do_nothing(),
+}
 # ON CONFLICT DO NOTHING: the (plan_id, branch) primary key still decides who holds the slot;
 # a loser gets no row back instead of an error that would abort a PostgreSQL transaction.
 _TAKE_HOLD = {
@@ -127,7 +134,7 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
-class SqlLedger(SqlReceipts, Ledger):
+class SqlLedger(SqlReceipts, PlanRenames, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
@@ -171,19 +178,33 @@ class SqlLedger(SqlReceipts, Ledger):
         elif not inspect(self._engine).has_table(_meta.name):
             raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
         with self._engine.begin() as conn:
-            version = select(_meta.c.value).where(_meta.c.key == SCHEMA_VERSION_KEY)
-            row = conn.execute(version).first()
-            if row is None:
-                if create:
-                    try:
-                        conn.execute(
-                            insert(_meta).values(key=SCHEMA_VERSION_KEY, value=str(SCHEMA_VERSION))
-                        )
-                    except IntegrityError:
-                        pass
-                return
-            found = int(row.value)
-        check_schema_version(found, self._safe_url())
+            found = self._version(conn)
+            if found is None:
+                if not create:
+                    raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
+                claim = _CLAIM_META.get(conn.dialect.name)
+                for key, value in new_ledger_meta().items():
+                    if claim is not None:  # a concurrent creator may have written it first
+                        conn.execute(claim, {"key": key, "value": value})
+                    else:
+                        conn.execute(insert(_meta).values(key=key, value=value))
+                found = self._version(conn)
+                assert found is not None
+            check_schema_version(found, self._safe_url())
+            if found < SCHEMA_VERSION:
+                migrate(conn, found, self._safe_url())  # LedgerError: rolled back, unchanged
+            row = conn.execute(select(_meta.c.value).where(_meta.c.key == LEDGER_ID_KEY)).first()
+            self.ledger_id = str(row.value) if row is not None else None
+
+    @staticmethod
+    def _version(conn: Connection) -> int | None:
+        """The stored schema version, its row locked until the transaction ends (PostgreSQL;
+        SQLite holds the write lock already): concurrent migrations queue here."""
+        q = select(_meta.c.value).where(_meta.c.key == SCHEMA_VERSION_KEY)
+        if conn.dialect.name == "postgresql":
+            q = q.with_for_update()
+        row = conn.execute(q).first()
+        return None if row is None else int(row.value)
 
     # -- writes --------------------------------------------------------------------------
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:

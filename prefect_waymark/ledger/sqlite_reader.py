@@ -20,6 +20,7 @@ from .events import EventKind, ProgressEvent
 from .schema import (
     EVENTS,
     HOLDS,
+    LEDGER_ID_KEY,
     META,
     SCHEMA_VERSION_KEY,
     STEPS,
@@ -74,6 +75,10 @@ class SqliteReader:
             except Exception:
                 self._conn.close()
                 raise
+        found = self._conn.execute(
+            f"SELECT value FROM {META.name} WHERE key = ?", (LEDGER_ID_KEY,)
+        ).fetchone()
+        self.ledger_id: str | None = str(found[0]) if found is not None else None
 
     def step_states(self, plan_id: str) -> dict[str, StepState]:
         rows = self._conn.execute(f"SELECT state FROM {STEPS.name} WHERE plan_id = ?", (plan_id,))

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import LedgerMismatch
+from ..ledger.base import LedgerReader
+from ..ledger.urls import shown_url
 from .generated_files import GENERATED_BY, MarkerFileError, atomic_write
 
 __all__ = ["MARKER_FILE", "marker_document", "read_marker_file", "verify_marker_file"]
@@ -71,22 +74,50 @@ def read_marker_file(path: Path) -> dict[str, Any] | None:
     return doc
 
 
-def verify_marker_file(path: Path, plan_id: str, ledger_history: list[dict[str, Any]]) -> None:
-    """Refuse a file whose history is not exactly the ledger's (edited by hand, or corrupt)."""
+def _recorded_ledger(history: list[Any]) -> tuple[str, str] | None:
+    """The identity and (password-masked) URL of the ledger the file's last entry that names
+    one was written with; ``None`` for files of releases before ledger identities."""
+    for entry in reversed(history):
+        if isinstance(entry, dict) and entry.get("ledger_id"):
+            return str(entry["ledger_id"]), str(entry.get("ledger") or "?")
+    return None
+
+
+def verify_marker_file(
+    path: Path,
+    plan_id: str,
+    ledger_history: list[dict[str, Any]],
+    *,
+    ledger: LedgerReader | None = None,
+    plan_file: str = "PLAN_FILE",
+) -> None:
+    """Refuse a file whose history is not exactly the ledger's (edited by hand, or corrupt), or
+    that was written with another ledger than ``ledger`` (by the ledgers' identities)."""
     doc = read_marker_file(path)
     if doc is None:
         return
     if doc.get("plan_id") != plan_id:
         # Not "use --markers-dir": for a renamed plan that starts it afresh under the new id,
         # every step and action included. Nothing was written; say what is safe.
+        old = doc.get("plan_id")
         raise MarkerFileError(
-            f"{path}: this folder's marker belongs to plan {doc.get('plan_id')!r}, not "
-            f"{plan_id!r}; nothing was written. If you renamed the plan, set `plan_id: "
-            f"{doc.get('plan_id')}` back in the plan file: its history and action receipts are "
-            "recorded under that id, and a new id would run every step (and action) again. If "
-            "this is really another plan, give it a folder of its own (copy the plan file there)."
+            f"{path}: this folder's marker belongs to plan {old!r}, not {plan_id!r}; nothing "
+            "was written. Its history and action receipts are recorded under that id, and a new "
+            "id would run every step (and action) again. If you renamed the plan, carry them "
+            f"over: `waymark rename-plan {plan_file} --from {old}`, or set `plan_id: {old}` "
+            "back in the plan file. If this is really another plan, give it a folder of its own "
+            "(copy the plan file there)."
         )
     history = doc["execution_history"]
+    recorded = _recorded_ledger(history)
+    if recorded is not None and ledger is not None and ledger.ledger_id not in (None, recorded[0]):
+        raise LedgerMismatch(
+            f"{path}: this folder's plan {plan_id!r} was run on ledger {recorded[0]} "
+            f"({recorded[1]}), but this run opened ledger {ledger.ledger_id} "
+            f"({shown_url(ledger.url)}); nothing ran. Running here would start the plan afresh "
+            "on this ledger, actions included. Point --ledger (or $WAYMARK_LEDGER_URL) at the "
+            "plan's ledger, or pin it in the plan file (`ledger:`)."
+        )
     for i, (mine, theirs) in enumerate(zip(ledger_history, history, strict=False)):
         if mine != theirs:
             fields = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
@@ -96,9 +127,11 @@ def verify_marker_file(path: Path, plan_id: str, ledger_history: list[dict[str, 
                 "written; rebuild it from the ledger with `waymark marker PLAN --rebuild`."
             )
     if history and not ledger_history:
+        named = f" on ledger {recorded[0]} ({recorded[1]})" if recorded is not None else ""
         raise MarkerFileError(
-            f"{path}: records {len(history)} run(s) of plan {plan_id!r}, but this ledger has none:"
-            " the plan's ledger is elsewhere or gone; nothing was written. Point `--ledger` (or "
+            f"{path}: records {len(history)} run(s) of plan {plan_id!r}{named}, but this ledger "
+            "has none: the plan's ledger is elsewhere or gone; nothing was written. Point "
+            "`--ledger` (or "
             "$WAYMARK_LEDGER_URL) at the plan's ledger; running on an empty one would run every "
             "step, actions included, again."
         )

@@ -10,6 +10,7 @@ from typing import Any
 from ..ledger import Ledger
 from ..ledger.events import REF_EVENT_KINDS, EventKind, ProgressEvent
 from ..ledger.step_state import StepState
+from ..ledger.urls import shown_url
 from ..models import GoalContract, contract_hash
 from ..plan.spec import PlanSpec
 
@@ -120,6 +121,10 @@ def build_marker(
             or ("plan complete" if nxt is None else "next pending step"),
         },
         "marker_file": marker_file,
+        # Which ledger holds this run's records: a workdir whose marker names another ledger
+        # refuses a run there (markers/marker_file.py).
+        "ledger_id": ledger.ledger_id,
+        "ledger": shown_url(ledger.url),
     }
 
 

@@ -10,6 +10,7 @@ loaded; the JSON document after ``json.loads`` (which keeps no aliases), without
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -58,13 +59,17 @@ def clip(text: str, limit: int = MAX_QUOTE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_URL_PASSWORD = re.compile(r"(://[^/@:\s'\"]*):[^@/\s'\"]*@")
+
+
 def shown(value: Any) -> str:
     """The repr of a value for an error message: bounded in time and at most ~200 characters."""
     try:
         text = _REPR.repr(value)
     except Exception:  # noqa: BLE001 - a value whose repr fails is still named
         text = f"<{type(value).__name__}>"
-    return clip(text)
+    # A password in a URL (scheme://user:PASSWORD@host) is never echoed back.
+    return clip(_URL_PASSWORD.sub(r"\1:***@", text))
 
 
 def _fmt_path(loc: _Loc) -> str:

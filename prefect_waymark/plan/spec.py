@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from ..ledger.pin import LedgerPin
 from ..models import GoalContract
 
 __all__ = ["ID_PATTERN", "BlockRef", "PlanSpec", "StateRefSpec", "StepSpec"]
@@ -141,6 +142,10 @@ class PlanSpec(BaseModel):
         default_factory=list, description="Authoritative state the plan depends on."
     )
     steps: list[StepSpec] = Field(min_length=1, description="The plan's steps.")
+    ledger: LedgerPin | None = Field(
+        default=None,
+        description="The plan's ledger, pinned: a URL, or where to find it (env, secret).",
+    )
     allow_outside_workdir: bool = Field(
         default=False,
         strict=True,

@@ -97,6 +97,15 @@ class ActionSite(Protocol):
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger]
 
 
+def _recorded_key(ctx: ActionSite, name: str) -> str | None:
+    """The key this step's action was claimed with before, if any: a renamed plan's receipts
+    keep their old keys (``old-id/step/action``), and the action must find them there."""
+    if ctx.ledger is None:
+        return None
+    rows = [r for r in ctx.ledger.receipts(ctx.plan_id, ctx.step_id) if r.action == name]
+    return rows[-1].key if rows else None
+
+
 class Action:
     """One irreversible action of a step. Use once, as a context manager or as a decorator."""
 
@@ -113,7 +122,9 @@ class Action:
             raise ValueError("an action needs a name")
         self.ctx = ctx
         self.name = name
-        self.key = key or default_action_key(ctx.plan_id, ctx.step_id, name)
+        self.key = (
+            key or _recorded_key(ctx, name) or default_action_key(ctx.plan_id, ctx.step_id, name)
+        )
         self.probe = probe
         self.not_applied_on = not_applied_on
         #: True while the effect must be done now (the key is claimed by this attempt).

@@ -1,0 +1,101 @@
+"""``waymark rerun`` and ``waymark rename-plan``: decisions about a plan's recorded history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..ledger.events import EventKind
+from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, ReasonOpt, WorkdirOpt
+
+__all__ = ["rename_plan", "rerun"]
+
+
+def rerun(
+    plan: PlanArg,
+    step: Annotated[str, typer.Argument(help="Step id to run again.")],
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    reason: ReasonOpt = "",
+    by: ByOpt = None,
+) -> None:
+    """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
+    from ..errors import TransitionError
+    from ..run.identity import default_executor
+
+    spec = load_or_exit(plan)
+    if step not in {s.id for s in spec.steps}:
+        fail(f"unknown step {step!r} in {plan}")
+    led = open_or_exit(ledger, workdir_for(spec, workdir), create=False, plan=spec)
+    if led is None:
+        fail(f"plan {spec.plan_id!r} has no recorded run: nothing to re-run")
+    with led:
+        try:
+            led.record(
+                spec.plan_id,
+                EventKind.step_rerun_requested,
+                step_id=step,
+                branch=spec.step(step).branch,
+                by=by or default_executor(),
+                reason=reason,
+            )
+        except TransitionError as exc:
+            fail(str(exc))
+        applied = [r for r in led.receipts(spec.plan_id, step) if r.state == "applied"]
+    print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
+    for r in applied:
+        print(
+            f"note: its action {r.action!r} has a committed receipt (key {r.key}): the action "
+            "is not done again — the step finds the receipt and skips it"
+        )
+
+
+def rename_plan(
+    plan: PlanArg,
+    old_id: Annotated[
+        str, typer.Option("--from", help="The plan's previous id (its history is under it).")
+    ],
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    markers_dir: MarkersDirOpt = None,
+    by: ByOpt = None,
+) -> None:
+    """Carry a renamed plan's history and action receipts over to the plan file's new id.
+
+    After changing `plan_id` in the plan file, run this once: completed steps stay completed
+    and committed actions are not done again under the new id. Runs under the old id are
+    refused from then on. EXECUTION_MARKER.json and the views are rewritten under the new id.
+    """
+    from ..errors import LedgerError, MarkerFileError
+    from ..markers import markers_folder, rebuild_marker_files
+    from ..run.identity import default_executor
+
+    spec = load_or_exit(plan)
+    if old_id == spec.plan_id:
+        fail(f"--from {old_id}: {plan} already has plan_id {old_id!r}; change plan_id first")
+    wd = workdir_for(spec, workdir)
+    led = open_or_exit(ledger, wd, create=False, plan=spec)
+    if led is None:
+        fail(f"no ledger in {wd}: plan {old_id!r} has no recorded history to carry over")
+    with led:
+        try:
+            counts = led.rename_plan(old_id, spec.plan_id, by=by or default_executor())
+        except LedgerError as exc:
+            fail(f"cannot rename plan {old_id!r} to {spec.plan_id!r}: {exc}; nothing changed")
+        folder = markers_folder(spec, wd, markers_dir)
+        try:
+            runs = rebuild_marker_files(spec, led, folder)
+        except (MarkerFileError, OSError) as exc:
+            print(
+                f"waymark: the ledger is renamed, but the marker files in {folder} were not "
+                f"rewritten ({exc}); rewrite them with `waymark marker {plan} --rebuild`"
+            )
+            runs = -1
+    print(
+        f"{old_id} → {spec.plan_id}: carried over {counts['events']} events, "
+        f"{counts['steps']} steps and {counts['receipts']} action receipt(s)"
+        + (f"; {folder / 'EXECUTION_MARKER.json'} rewritten ({runs} runs)" if runs >= 0 else "")
+    )
+    print(f"next: waymark run {plan}")

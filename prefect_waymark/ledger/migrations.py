@@ -1,0 +1,112 @@
+"""Versioned, transactional schema migrations of a ledger.
+
+A ledger records its schema version in ``waymark_meta``. Opening an older ledger migrates it in
+place: every step from its version to :data:`~.schema.SCHEMA_VERSION` runs in **one**
+transaction together with the new version number and a record of each step
+(``migration_<N>`` = when, from which version, by which release), so a migration that cannot
+finish leaves the ledger exactly as it was and is refused with a message. Concurrent openers
+queue on the version row (SQLite: the write lock; PostgreSQL: ``SELECT ... FOR UPDATE``) and the
+later ones find nothing left to do. A ledger from a newer release is refused, never touched.
+
+Steps:
+
+- **2** — the ledger gets an identity: a UUID under ``ledger_id`` (new ledgers get one at
+  creation). Markers record it, so a workdir whose marker names another ledger is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection
+
+from ..errors import LedgerError
+from ._tables import MetaRow
+from .schema import LEDGER_ID_KEY, SCHEMA_VERSION, SCHEMA_VERSION_KEY
+
+__all__ = ["MIGRATIONS", "Migration", "migrate", "new_ledger_meta"]
+
+_meta = MetaRow.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step: the version it brings a ledger to, what it does (for the record), and how."""
+
+    to_version: int
+    what: str
+    apply: Callable[[Connection], None]
+
+
+def _meta_value(conn: Connection, key: str) -> str | None:
+    row = conn.execute(select(_meta.c.value).where(_meta.c.key == key)).first()
+    return None if row is None else str(row.value)
+
+
+def _set_meta(conn: Connection, key: str, value: str) -> None:
+    if _meta_value(conn, key) is None:
+        conn.execute(insert(_meta).values(key=key, value=value))
+    else:
+        conn.execute(update(_meta).where(_meta.c.key == key).values(value=value))
+
+
+def _add_identity(conn: Connection) -> None:
+    if _meta_value(conn, LEDGER_ID_KEY) is None:
+        conn.execute(insert(_meta).values(key=LEDGER_ID_KEY, value=str(uuid.uuid4())))
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(2, "a ledger identity (ledger_id)", _add_identity),)
+
+
+def _release() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prefect-waymark")
+    except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
+        return "unknown"
+
+
+def new_ledger_meta() -> dict[str, str]:
+    """The meta rows of a ledger created now: the current version and a fresh identity."""
+    return {
+        SCHEMA_VERSION_KEY: str(SCHEMA_VERSION),
+        LEDGER_ID_KEY: str(uuid.uuid4()),
+        "created": json.dumps(
+            {"at": datetime.now(timezone.utc).isoformat(), "by": _release()}, sort_keys=True
+        ),
+    }
+
+
+def migrate(conn: Connection, found: int, where: str) -> int:
+    """Bring the ledger on ``conn`` (in a transaction holding the version row) from version
+    ``found`` to :data:`SCHEMA_VERSION`; return the version it is at now.
+
+    Raises :class:`LedgerError` if a step fails; the caller's transaction then rolls back and
+    the ledger is unchanged.
+    """
+    steps = [m for m in MIGRATIONS if found < m.to_version <= SCHEMA_VERSION]
+    at = datetime.now(timezone.utc).isoformat()
+    version = found
+    for step in sorted(steps, key=lambda m: m.to_version):
+        try:
+            step.apply(conn)
+            record = {"at": at, "from": version, "what": step.what, "by": _release()}
+            _set_meta(conn, f"migration_{step.to_version}", json.dumps(record, sort_keys=True))
+        except Exception as exc:
+            raise LedgerError(
+                f"cannot migrate the ledger {where} from schema version {found} to "
+                f"{SCHEMA_VERSION} (step {step.to_version}: {step.what}): "
+                f"{type(exc).__name__}: {exc}; nothing was changed (a migration is one "
+                "transaction). Nothing ran; the ledger still works with the prefect-waymark "
+                "release that wrote it."
+            ) from exc
+        version = step.to_version
+    if version != found:
+        _set_meta(conn, SCHEMA_VERSION_KEY, str(version))
+    return version

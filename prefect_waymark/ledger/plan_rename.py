@@ -1,0 +1,156 @@
+"""Renaming a plan carries its history and receipts over to the new id, in one transaction.
+
+Events are append-only, so the old plan's events are copied under the new id (in their order,
+with their runs, times and data), the projection of the new id is folded from the copies, the
+receipt rows move to the new id **with their keys** (an action claimed as ``old/step/action``
+keeps that key: :class:`~prefect_waymark.tasks.actions.Action` reuses a step's recorded key), and
+a ``plan_renamed`` event closes the old id (a run under it is refused from then on) and opens the
+new one. Refused while a run holds one of the old plan's branches, or when the new id already
+has a history in this ledger.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Connection
+
+from ..errors import LedgerError
+from ._tables import EventRow, HoldRow, ReceiptRow, StepRow
+from .base import LedgerReader
+from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
+from .schema import event_from_row, event_values, kind_names
+from .step_state import StepState, apply_event
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+__all__ = ["PlanRenames", "check_not_renamed", "renamed_to"]
+
+_ev = EventRow.__table__  # type: ignore[attr-defined]
+_steps = StepRow.__table__  # type: ignore[attr-defined]
+_holds = HoldRow.__table__  # type: ignore[attr-defined]
+_rc = ReceiptRow.__table__  # type: ignore[attr-defined]
+_COPIED = ("step_id", "branch", "kind", "run_id", "at", "data")
+
+
+def renamed_to(last: ProgressEvent | None) -> str | None:
+    """The new id of a plan whose last ``plan_renamed`` event is ``last``, if it was renamed
+    away (a plan renamed *to* this id has ``from_plan`` instead)."""
+    if last is None or last.kind != EventKind.plan_renamed:
+        return None
+    to = last.data.get("to_plan")
+    return str(to) if to else None
+
+
+def check_not_renamed(ledger: LedgerReader, plan_id: str, source: str) -> None:
+    """Raise :class:`LedgerError` if ``plan_id`` was renamed away: its history and receipts
+    live under the new id, and a run under the old one would start it afresh."""
+    last = ledger.last_event(plan_id, [EventKind.plan_renamed])
+    to = renamed_to(last)
+    if to is not None and last is not None:
+        raise LedgerError(
+            f"{source}: plan {plan_id!r} was renamed to {to!r} ({last.at:%Y-%m-%d %H:%M} UTC, "
+            f"by {last.data.get('by', '?')}); its history and receipts are under {to!r} now. "
+            f"Set `plan_id: {to}` in the plan file; nothing ran."
+        )
+
+
+class PlanRenames:
+    """``rename_plan`` of :class:`~prefect_waymark.ledger.SqlLedger` (mixed into it)."""
+
+    if TYPE_CHECKING:  # provided by SqlLedger / SqlReceipts
+
+        def _write(self) -> AbstractContextManager[Connection]: ...
+
+    def rename_plan(self, old: str, new: str, *, by: str) -> dict[str, int]:
+        """Carry plan ``old``'s history and receipts over to ``new``; return the counts
+        (``events``, ``steps``, ``receipts``). Raises :class:`LedgerError` with the reason if
+        the rename cannot be done; then nothing changed."""
+        if old == new:
+            raise LedgerError(f"the plan is already called {new!r}: nothing to rename")
+        with self._write() as conn:
+            if conn.dialect.name == "postgresql":  # appends to either id wait until we are done
+                conn.exec_driver_sql(f"LOCK TABLE {_steps.name} IN SHARE ROW EXCLUSIVE MODE")
+            self._check_rename(conn, old, new)
+            copied = self._copy_events(conn, old, new)
+            steps = self._fold_copies(conn, new)
+            receipts = int(
+                conn.execute(update(_rc).where(_rc.c.plan_id == old).values(plan_id=new)).rowcount
+            )
+            counts = {"events": copied, "steps": steps, "receipts": receipts}
+            for plan_id, data in (
+                (new, {"from_plan": old, "by": by, **counts}),
+                (old, {"to_plan": new, "by": by, **counts}),
+            ):
+                ev = ProgressEvent(plan_id=plan_id, kind=EventKind.plan_renamed, data=data)
+                conn.execute(insert(_ev).values(**event_values(ev)))
+        return counts
+
+    @staticmethod
+    def _check_rename(conn: Connection, old: str, new: str) -> None:
+        def count(plan_id: str) -> int:
+            q = select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
+            return int(conn.execute(q).scalar_one())
+
+        if count(old) == 0:
+            raise LedgerError(f"plan {old!r} has no history in this ledger: nothing to carry over")
+        last = conn.execute(
+            select(_ev)
+            .where(_ev.c.plan_id == old, _ev.c.kind == EventKind.plan_renamed.value)
+            .order_by(_ev.c.seq.desc())
+            .limit(1)
+        ).first()
+        to = renamed_to(event_from_row(last) if last is not None else None)
+        if to is not None:
+            raise LedgerError(f"plan {old!r} was already renamed to {to!r}")
+        if n := count(new):
+            raise LedgerError(
+                f"plan {new!r} already has {n} event(s) in this ledger: a rename never merges "
+                "two histories; pick an id that is new to this ledger"
+            )
+        held = conn.execute(
+            select(_holds.c.branch, _holds.c.step_id, _holds.c.run_id).where(
+                _holds.c.plan_id == old
+            )
+        ).first()
+        if held is not None:
+            raise LedgerError(
+                f"a run ({held.run_id}) holds branch {held.branch!r} of plan {old!r} at step "
+                f"{held.step_id!r}: let it end (or stop it) before renaming the plan"
+            )
+
+    @staticmethod
+    def _copy_events(conn: Connection, old: str, new: str) -> int:
+        """Copies in the old order (inserted one by one in it, so their ``seq`` keeps it)."""
+        q = select(*(_ev.c[c] for c in _COPIED)).where(_ev.c.plan_id == old).order_by(_ev.c.seq)
+        rows = [{"plan_id": new, **dict(zip(_COPIED, r, strict=True))} for r in conn.execute(q)]
+        if rows:
+            conn.execute(insert(_ev), rows)
+        return len(rows)
+
+    @staticmethod
+    def _fold_copies(conn: Connection, plan_id: str) -> int:
+        q = (
+            select(_ev)
+            .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(STEP_EVENT_KINDS)))
+            .order_by(_ev.c.seq)
+        )
+        states: dict[str, StepState] = {}
+        last: dict[str, int] = {}
+        for row in conn.execute(q):
+            ev = event_from_row(row)
+            assert ev.step_id is not None and ev.seq is not None
+            states[ev.step_id] = apply_event(states.get(ev.step_id), ev)
+            last[ev.step_id] = ev.seq
+        for step_id, st in states.items():
+            conn.execute(
+                insert(_steps).values(
+                    plan_id=plan_id,
+                    step_id=step_id,
+                    last_seq=last[step_id],
+                    state=st.model_dump_json(),
+                )
+            )
+        return len(states)
