@@ -112,6 +112,7 @@ def preflight_run_or_exit(
 
     folder = markers_folder(spec, wd, markers_dir)
     preflight_paths_or_exit(ledger, wd, results_folder(None, wd), folder, plan=spec)
+    check_refs_block_or_exit(spec)
     led = open_or_exit(ledger, wd, create=False, plan=spec)
     try:
         check_not_renamed(spec, led)
@@ -132,3 +133,24 @@ def check_not_renamed(spec: PlanSpec, led: LedgerReader | None) -> None:
             check(led, spec.plan_id, spec.source)
         except LedgerError as exc:
             fail(str(exc))
+
+
+def check_refs_block_or_exit(spec: PlanSpec) -> None:
+    """Exit 2 if the plan's StateRefs block holds refs that are bad input (a raw secret, fields
+    that do not fit their kind): a person must fix the block, no run can. A block that cannot be
+    read now (missing, the server is away) is left to the run, which stops for review."""
+    from ..errors import RefConfigError, StateRefsBlockError
+    from ..plan.spec import BlockRef
+
+    if not isinstance(spec.state_refs, BlockRef):
+        return
+    from ..guards.sources import load_ref_configs
+    from .run_command import configure_prefect
+
+    configure_prefect()
+    try:
+        load_ref_configs(spec)
+    except (StateRefsBlockError, RefConfigError) as exc:
+        fail(f"{spec.source}: state_refs (block {spec.state_refs.block!r}): {exc}; nothing ran")
+    except Exception:  # noqa: BLE001 - unreadable now: the run records it as a conflict
+        return

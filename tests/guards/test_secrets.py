@@ -213,9 +213,11 @@ def test_versions_read_from_a_response_that_echoes_the_credential_are_scrubbed(
     assert not leaks, f"secret found: {leaks[:3]}"
 
 
-def test_a_raw_secret_in_a_blocks_locator_stops_the_run_before_any_step(
+def test_a_raw_secret_in_a_blocks_locator_is_refused_before_any_step(
     prefect_server: str, tmp_path: Path
 ) -> None:
+    """Bad input in a StateRefs block is exit 2 like bad input in a plan file (it was exit 4, a
+    review stop, which no answer could fix); nothing runs, nothing is recorded."""
     from prefect_waymark.blocks import StateRefItem, StateRefsBlock
 
     password = f"pw-{uuid.uuid4().hex}"
@@ -233,8 +235,11 @@ def test_a_raw_secret_in_a_blocks_locator_stops_the_run_before_any_step(
     )
     proc = run_cli("run", str(plan))
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 4, out
-    assert "refs[0].locator: the URL holds a password" in out
+    assert proc.returncode == 2, out
+    assert "Traceback" not in out
+    assert f"state_refs (block {refs_name!r})" in proc.stderr
+    assert "refs[0].locator: the URL holds a password" in proc.stderr
     assert not (tmp_path / "ran.txt").exists()
+    assert not (tmp_path / ".waymark" / "ledger.db").exists()
     texts = [out] + [p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file()]
     assert not [t for t in texts if password in t]
