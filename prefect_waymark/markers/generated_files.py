@@ -53,6 +53,20 @@ def check_writable(paths: list[Path]) -> None:
         )
 
 
+def _file_mode() -> int:
+    """0666 less the process's umask: the mode any other new file of this process gets. Read
+    from /proc (Linux) so no thread ever sees the umask changed; elsewhere set and restored."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temp file in the same folder + fsync + rename: old content or new, never
     partial, even if the process is killed mid-write."""
@@ -62,6 +76,7 @@ def atomic_write(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
+            os.fchmod(fh.fileno(), _file_mode())  # mkstemp's 0600 -> what open() would give
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
