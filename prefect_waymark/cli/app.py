@@ -19,6 +19,7 @@ from ._common import (
     preflight_run_or_exit,
     workdir_for,
 )
+from .deploy_command import deploy, serve
 from .options import (
     ByOpt,
     ExecutorOpt,
@@ -176,6 +177,8 @@ def run(
 app.command(name="resume", help="Same as `run`: continue the plan where the last run stopped.")(run)
 app.command()(rerun)
 app.command(name="rename-plan")(rename_plan)
+app.command()(deploy)
+app.command()(serve)
 
 
 @app.command()

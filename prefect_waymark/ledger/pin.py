@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import LedgerUrlError, PinUnavailable
-from .urls import check_ledger_url, shown_url
+from .urls import check_ledger_url, has_password, shown_url
 
 __all__ = ["LedgerPin", "pinned_url"]
 
@@ -88,7 +88,7 @@ def _check_pinned_url(url: str) -> None:
         check_ledger_url(url)
     except LedgerUrlError as exc:
         raise ValueError(str(exc).removeprefix("ledger URL ")) from None
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@]*:[^@/]*@", url):
+    if has_password(url):
         raise ValueError(
             "url: has a password in it, which would be written to the plan file's history; "
             "pin the ledger with `env: VARIABLE` or `secret: BLOCK-NAME` instead"

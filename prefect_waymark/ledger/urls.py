@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, unquote
 
 from ..errors import LedgerUrlError
 
-__all__ = ["LEDGER_URL_FORMS", "check_ledger_url", "shown_url"]
+__all__ = ["LEDGER_URL_FORMS", "check_ledger_url", "has_password", "shown_url"]
 
 #: What a ledger URL looks like, for the error messages.
 LEDGER_URL_FORMS = (
@@ -24,6 +24,11 @@ _PG_FORM = "postgresql+psycopg://user@host:5432/DBNAME"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
 _PASSWORD = re.compile(r"(://[^/@:]*):[^@/]*@")
 _SHOWN_MAX = 200
+
+
+def has_password(url: str) -> bool:
+    """True if ``url`` carries a password (``scheme://user:PASSWORD@host``)."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@]*:[^@/]*@", url) is not None
 
 
 def shown_url(url: str) -> str:

@@ -1,0 +1,186 @@
+"""``waymark deploy`` (a work-pool deployment of a plan) and ``waymark serve`` (the same, served
+from this process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ._common import fail, load_or_exit, workdir_for
+from .options import LedgerOpt, MaxStepsOpt, PlanArg, WorkdirOpt
+
+__all__ = ["deploy", "serve"]
+
+CronOpt = Annotated[
+    str | None, typer.Option("--cron", help="Cron schedule, e.g. '0 9 * * 1-5' (weekdays 9:00).")
+]
+RRuleOpt = Annotated[str | None, typer.Option("--rrule", help="iCal RRULE schedule.")]
+IntervalOpt = Annotated[
+    float | None, typer.Option("--interval", help="Run every this many seconds.")
+]
+TimezoneOpt = Annotated[
+    str | None, typer.Option("--timezone", help="Time zone of --cron / --rrule (e.g. Asia/Tokyo).")
+]
+NameOpt = Annotated[
+    str | None, typer.Option("--name", help="Deployment name (default: the plan id).")
+]
+ResultsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--results",
+        help="Result storage: a saved file-system block's slug (e.g. local-file-system/team).",
+    ),
+]
+
+
+def _prepare(
+    plan: Path,
+    workdir: Path | None,
+    ledger: str | None,
+    max_steps: int | None,
+    cron: str | None,
+    rrule: str | None,
+    interval: float | None,
+    timezone: str | None,
+    name: str | None,
+    results: str | None,
+) -> tuple[Any, str]:
+    """Check everything a deployment takes (exit 2 on bad input); return it and its schedule's
+    description."""
+    from ..errors import LedgerUrlError
+    from ..flows.deployment import DeploySchedule, build_deployment
+    from ..ledger.urls import check_ledger_url, has_password
+
+    spec = load_or_exit(plan)
+    if sum(x is not None for x in (cron, rrule, interval)) > 1:
+        fail("--cron, --rrule and --interval exclude each other: give one")
+    if interval is not None and not 1 <= interval <= 366 * 86400:
+        fail("--interval: expected seconds from 1 to 31,622,400 (a year)")
+    if timezone is not None and cron is None and rrule is None:
+        fail("--timezone goes with --cron or --rrule")
+    if max_steps is not None and max_steps < 1:
+        fail("--max-steps: expected a number >= 1")
+    if timezone is not None:
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            fail(f"--timezone: {timezone[:80]!r} is not an IANA time zone (e.g. Europe/Berlin)")
+    if ledger is not None:
+        try:
+            check_ledger_url(ledger, source="--ledger")
+        except LedgerUrlError as exc:
+            fail(str(exc))
+        if has_password(ledger):
+            fail(
+                "--ledger: the URL holds a password, which a deployment would show as a "
+                "parameter in the Prefect UI; pin the ledger in the plan file instead "
+                "(`ledger: {secret: BLOCK-NAME}`, a Prefect Secret block holding the URL)"
+            )
+    if name is not None and not name.strip():
+        fail("--name: expected a deployment name")
+    wd = workdir_for(spec, workdir) if workdir is not None else None
+    schedule = DeploySchedule(cron=cron, rrule=rrule, interval=interval, timezone=timezone)
+    try:
+        schedule.schedules()  # Prefect checks the expression and the time zone
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()[0][:200]
+        fail(f"schedule: {first}")
+    deployment = build_deployment(
+        spec,
+        plan.resolve(),
+        schedule=schedule,
+        name=name,
+        workdir=wd,
+        max_steps=max_steps,
+        ledger_url=ledger,
+        result_storage=results,
+    )
+    return deployment, schedule.describe()
+
+
+def deploy(
+    plan: PlanArg,
+    pool: Annotated[str, typer.Option("--pool", help="Work pool the runs go to.")],
+    cron: CronOpt = None,
+    rrule: RRuleOpt = None,
+    interval: IntervalOpt = None,
+    timezone: TimezoneOpt = None,
+    max_steps: MaxStepsOpt = None,
+    name: NameOpt = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    results: ResultsOpt = None,
+) -> None:
+    """Create (or update) a work-pool deployment of the plan; print how to start a worker.
+
+    Each run continues where the last stopped; one run at a time (later ones wait their turn).
+    A missing work pool is created as a process pool.
+    """
+    deployment, when = _prepare(
+        plan, workdir, ledger, max_steps, cron, rrule, interval, timezone, name, results
+    )
+    from .run_command import configure_prefect
+
+    where = configure_prefect()
+    created_pool = _ensure_pool(pool)
+    try:
+        deployment_id = deployment.apply(work_pool_name=pool)
+    except Exception as exc:  # noqa: BLE001 - the server refused it: say why, in one line
+        fail(f"Prefect refused the deployment: {type(exc).__name__}: {exc}", 1)
+    full = f"waymark-run-plan/{deployment.name}"
+    if created_pool:
+        print(f"created work pool {pool!r} (type process)")
+    print(f"deployed {full} ({deployment_id}) to work pool {pool!r} on {where}")
+    print(f"  schedule: {when}; one run at a time, later runs wait their turn")
+    print(f"  start a worker (on any machine that has the plan at {plan.resolve()}):")
+    print(f"    prefect worker start --pool {pool}")
+    print(f"  run it now: prefect deployment run '{full}'")
+
+
+def _ensure_pool(pool: str) -> bool:
+    """Create ``pool`` as a process work pool unless it exists; True if created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def ensure() -> bool:
+        async with get_client() as client:
+            try:
+                await client.read_work_pool(pool)
+                return False
+            except ObjectNotFound:
+                await client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+                return True
+
+    result = run_coro_as_sync(ensure())
+    return bool(result)
+
+
+def serve(
+    plan: PlanArg,
+    cron: CronOpt = None,
+    rrule: RRuleOpt = None,
+    interval: IntervalOpt = None,
+    timezone: TimezoneOpt = None,
+    max_steps: MaxStepsOpt = None,
+    name: NameOpt = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    results: ResultsOpt = None,
+) -> None:
+    """Serve a deployment of the plan from this process (no work pool); Ctrl-C stops it."""
+    deployment, when = _prepare(
+        plan, workdir, ledger, max_steps, cron, rrule, interval, timezone, name, results
+    )
+    from .run_command import configure_prefect
+
+    where = configure_prefect()
+    print(f"serving waymark-run-plan/{deployment.name} on {where}: {when} (Ctrl-C stops)")
+    from prefect import serve as prefect_serve
+
+    prefect_serve(deployment)

@@ -1,0 +1,183 @@
+"""``waymark deploy``: a work-pool deployment of a plan that a real process worker runs (issue 12,
+item 1). Real ``waymark`` and ``prefect worker`` processes against the session's Prefect server;
+each run continues where the last stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefect_waymark.flows.deployment import ENTRYPOINT
+from tests._support.helpers import run_cli, write_plan
+from tests._support.plans import counting_chain
+from tests._support.resume_helpers import runs_of
+
+PREFECT = str(Path(sys.executable).parent / "prefect")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--cron", "0 9 * * *", "--interval", "60"], "exclude each other"),
+        (["--cron", "not a cron"], "schedule:"),
+        (["--cron", "0 9 * * *", "--timezone", "Mars/Olympus"], "not an IANA time zone"),
+        (["--timezone", "Europe/Berlin"], "--timezone goes with --cron or --rrule"),
+        (["--interval", "0"], "--interval"),
+        (["--max-steps", "0"], "--max-steps"),
+        (["--ledger", "postgresql+psycopg://ann:hunter2@db/plans"], "password"),
+        (["--ledger", "sqlite://"], "in-memory"),
+    ],
+)
+def test_bad_deploy_options_are_refused_before_prefect(
+    tmp_path: Path, args: list[str], needle: str
+) -> None:
+    plan = write_plan(tmp_path, counting_chain("dep-bad", ["a"]))
+    proc = run_cli(
+        "deploy",
+        str(plan),
+        "--pool",
+        "nowhere",
+        *args,
+        env={"PREFECT_API_URL": "http://127.0.0.1:9/api"},
+    )  # never reached
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+    assert "hunter2" not in proc.stderr
+
+
+def _deployment(name: str) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def read() -> Any:
+        async with get_client() as client:
+            return await client.read_deployment_by_name(f"waymark-run-plan/{name}")
+
+    return run_coro_as_sync(read())
+
+
+def _trigger_and_work(deployment_id: Any, pool: str, log: Path) -> Any:
+    """Create a flow run of the deployment, let a real worker run it once; the run's state."""
+    from prefect.client.orchestration import get_client
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def trigger() -> Any:
+        async with get_client() as client:
+            return await client.create_flow_run_from_deployment(deployment_id)
+
+    run = run_coro_as_sync(trigger())
+    with log.open("ab") as out:
+        worker = subprocess.run(
+            [PREFECT, "worker", "start", "--pool", pool, "--run-once", "--limit", "1"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ),
+            timeout=300,
+        )
+    assert worker.returncode == 0, log.read_text()[-3000:]
+
+    async def state() -> Any:
+        async with get_client() as client:
+            for _ in range(120):
+                fr = await client.read_flow_run(run.id)
+                if fr.state is not None and fr.state.is_final():
+                    return fr
+                time.sleep(1)
+            return fr
+
+    return run_coro_as_sync(state())
+
+
+def test_a_deployed_plan_advances_on_a_real_worker(prefect_server: str, tmp_path: Path) -> None:
+    plan_id = f"dep-{uuid.uuid4().hex[:6]}"
+    pool = f"pool-{uuid.uuid4().hex[:6]}"
+    plan = write_plan(tmp_path, counting_chain(plan_id, ["collect", "publish"]))
+    proc = run_cli(
+        "deploy",
+        str(plan),
+        "--pool",
+        pool,
+        "--cron",
+        "0 9 * * 1-5",
+        "--timezone",
+        "Europe/Berlin",
+        "--max-steps",
+        "1",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"created work pool {pool!r}" in proc.stdout
+    assert f"prefect worker start --pool {pool}" in proc.stdout
+
+    dep = _deployment(plan_id)
+    assert dep.entrypoint == ENTRYPOINT == "prefect_waymark.flows.run_plan.run_plan"
+    assert dep.work_pool_name == pool
+    assert dep.parameters == {"plan": str(plan.resolve()), "max_steps": 1}
+    assert {"waymark", f"plan:{plan_id}"} <= set(dep.tags)
+    assert dep.global_concurrency_limit is not None and dep.global_concurrency_limit.limit == 1
+    assert dep.concurrency_options is not None
+    assert dep.concurrency_options.collision_strategy == "ENQUEUE"
+    (sched,) = dep.schedules
+    assert sched.schedule.cron == "0 9 * * 1-5" and sched.schedule.timezone == "Europe/Berlin"
+
+    # Deploying again updates the one deployment (no second one, the pool is not re-created).
+    again = run_cli("deploy", str(plan), "--pool", pool, "--max-steps", "1")
+    assert again.returncode == 0 and "created work pool" not in again.stdout
+    assert _deployment(plan_id).id == dep.id and _deployment(plan_id).schedules == []
+
+    log = tmp_path / "worker.log"
+    first = _trigger_and_work(dep.id, pool, log)
+    assert first.state.name == "Stopped", (first.state, log.read_text()[-3000:])
+    assert [runs_of(tmp_path / f"{s}.count") for s in ("collect", "publish")] == [1, 0]
+    second = _trigger_and_work(dep.id, pool, log)
+    assert second.state.name == "Completed", (second.state, log.read_text()[-3000:])
+    assert [runs_of(tmp_path / f"{s}.count") for s in ("collect", "publish")] == [1, 1]
+    history = json.loads((tmp_path / "EXECUTION_MARKER.json").read_text())["execution_history"]
+    assert [h["executed_steps"] for h in history] == [["collect"], ["publish"]]
+    assert {h["flow_run_id"] for h in history} == {str(first.id), str(second.id)}
+
+
+def test_waymark_serve_serves_the_deployment_until_stopped(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    import signal
+
+    plan_id = f"srv-{uuid.uuid4().hex[:6]}"
+    plan = write_plan(tmp_path, counting_chain(plan_id, ["a"]))
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "waymark"),
+                "serve",
+                str(plan),
+                "--interval",
+                "3600",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        found = None
+        for _ in range(90):
+            try:
+                found = _deployment(plan_id)
+                break
+            except Exception:  # noqa: BLE001 - not there yet
+                time.sleep(1)
+        assert found is not None, log.read_text()[-2000:]
+        assert found.parameters == {"plan": str(plan.resolve())}
+        assert found.schedules[0].schedule.interval.total_seconds() == 3600
+        assert proc.poll() is None  # still serving
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(60)
+    assert "serving waymark-run-plan/" in log.read_text()
