@@ -3,6 +3,8 @@
 The Prefect API URL is fixed in ``pytest_configure`` (before Prefect is imported anywhere) and
 the server behind it starts on first use, so tests that never touch Prefect pay nothing.
 Subprocesses (CLI, kill and race tests) inherit the same URL and share the one server.
+PostgreSQL is the server at ``$WAYMARK_TEST_PG_URL`` when it answers, else a throwaway cluster
+started on first use (tests/_support/postgres.py).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests._support import postgres as pg
+from tests._support.postgres import PgServer
+
 ROOT = Path(__file__).resolve().parents[1]
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def _free_port() -> int:
@@ -58,37 +62,61 @@ def prefect_server() -> str:
     return info.api_url
 
 
-def _pg_available() -> bool:
-    try:
-        import psycopg
-
-        with psycopg.connect(PG_ADMIN, connect_timeout=3):
-            return True
-    except Exception:
-        return False
-
-
 @pytest.fixture(scope="session")
-def pg_available() -> bool:
-    ok = _pg_available()
-    if not ok and os.environ.get("CI"):
-        pytest.fail("PostgreSQL is not reachable on 127.0.0.1:5432 (CI must start it)")
-    return ok
+def pg_server() -> Iterator[PgServer]:
+    """The PostgreSQL server of this session: ``$WAYMARK_TEST_PG_URL`` (default
+    postgresql://postgres@127.0.0.1:5432/postgres) when it answers, else a throwaway cluster
+    started here on first use and removed at the end (tests/_support/postgres.py)."""
+    wanted = pg.parse_server(os.environ.get(pg.ENV_VAR) or pg.DEFAULT_URL)
+    if pg.answers(wanted):
+        yield wanted
+        return
+    bindir = pg.find_bindir()
+    if bindir is None:
+        reason = (
+            f"no PostgreSQL answers at {wanted.admin_url} (${pg.ENV_VAR}) and no initdb/pg_ctl "
+            "was found to start one (pg_config --bindir, /usr/lib/postgresql/*/bin)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    cluster = pg.ThrowawayCluster(bindir)
+    try:
+        server = cluster.start()
+    except pg.ClusterError as exc:
+        cluster.stop()
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture
-def pg_url(pg_available: bool) -> Iterator[str]:
+def pg_url(pg_server: PgServer) -> Iterator[str]:
     """A fresh PostgreSQL database for one test, dropped afterwards."""
-    if not pg_available:
-        pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
     import psycopg
 
     name = f"waymark_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+    with psycopg.connect(pg_server.admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+    yield pg_server.url(name)
+    with psycopg.connect(pg_server.admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``postgres`` every test that needs the server: it asks for ``pg_url`` or
+    ``pg_server``, or is the ``postgres`` case of a parametrized fixture (``ledger_url``...)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        values = callspec.params.values() if callspec is not None else ()
+        by_param = any(
+            isinstance(v, str) and (v == "postgres" or v.endswith("-postgres")) for v in values
+        )
+        if names & {"pg_url", "pg_server"} or by_param:
+            item.add_marker(pytest.mark.postgres)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

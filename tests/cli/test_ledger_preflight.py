@@ -13,6 +13,7 @@ import pytest
 
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
+from tests._support.postgres import PgServer
 
 PLAN = counting_chain("pre", "ab")
 PG_FORM = "postgresql+psycopg://user@host:5432/DBNAME"
@@ -77,9 +78,11 @@ def test_an_in_memory_ledger_from_the_environment_runs_nothing(tmp_path: Path) -
     assert _tree(tmp_path) == ["plan.yaml"]
 
 
-def test_a_postgresql_url_must_name_its_database(tmp_path: Path, pg_url: str) -> None:
+def test_a_postgresql_url_must_name_its_database(
+    tmp_path: Path, pg_server: PgServer, pg_url: str
+) -> None:
     plan = write_plan(tmp_path, PLAN)
-    server = pg_url.rsplit("/", 1)[0]  # postgresql+psycopg://postgres@127.0.0.1:5432
+    server = pg_server.server_url  # postgresql+psycopg://postgres@HOST:PORT, the test server
     for url in (server, server + "/", "postgresql://"):
         for command in (["run"], ["status"]):
             proc = run_cli(*_args(command, plan), "--ledger", url, env={"PGDATABASE": "x"})

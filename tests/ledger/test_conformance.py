@@ -41,6 +41,7 @@ from prefect_waymark.ledger import (
 )
 from prefect_waymark.ledger.sqlite_reader import SqliteReader
 from prefect_waymark.models import StepStatus
+from tests._support.postgres import PgServer
 
 PLAN = "conf-plan"
 
@@ -570,8 +571,8 @@ def test_a_path_that_cannot_be_written_says_so(tmp_path: Path) -> None:
     assert str(not_a_db) in str(info2.value)
 
 
-def test_an_unreachable_database_says_so() -> None:
-    url = "postgresql+psycopg://postgres@127.0.0.1:5432/waymark_no_such_database"
+def test_an_unreachable_database_says_so(pg_server: PgServer) -> None:
+    url = pg_server.url("waymark_no_such_database")
     with pytest.raises(LedgerError) as info:
         SqlLedger(url)
     assert "cannot open the ledger" in str(info.value)

@@ -15,6 +15,7 @@ from prefect_waymark import LedgerError, LedgerUrlError
 from prefect_waymark.ledger import open_ledger, open_reader, resolve_ledger_url
 from prefect_waymark.ledger.events import EventKind
 from prefect_waymark.ledger.urls import check_ledger_url, shown_url
+from tests._support.postgres import PgServer
 
 MEMORY_URLS = [
     "sqlite://",
@@ -130,7 +131,7 @@ def test_file_ledgers_and_named_databases_still_open(tmp_path: Path, pg_url: str
 
 
 def test_no_tables_go_into_the_servers_default_database(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_server: PgServer, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: a URL without a database wrote the ledger's tables into libpq's default database.
     Point that default (``$PGDATABASE``) at a fresh database and show it stays empty."""
@@ -139,17 +140,17 @@ def test_no_tables_go_into_the_servers_default_database(
     fresh = pg_url.rsplit("/", 1)[1]
     monkeypatch.setenv("PGDATABASE", fresh)
     with pytest.raises(LedgerUrlError, match="names no database"):
-        open_ledger("postgresql+psycopg://postgres@127.0.0.1:5432")
-    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{fresh}") as conn:
+        open_ledger(pg_server.server_url)
+    with psycopg.connect(pg_server.libpq_url(fresh)) as conn:
         tables = conn.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
         ).fetchone()
     assert tables == (0,)
 
 
-def test_an_unreachable_database_is_still_one_ledger_error() -> None:
+def test_an_unreachable_database_is_still_one_ledger_error(pg_server: PgServer) -> None:
     name = f"waymark_absent_{uuid.uuid4().hex[:8]}"
     with pytest.raises(LedgerError) as info:
-        open_ledger(f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", create=False)
+        open_ledger(pg_server.url(name), create=False)
     assert not isinstance(info.value, LedgerUrlError)  # a good URL; the database is missing
     assert name in str(info.value)

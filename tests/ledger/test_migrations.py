@@ -19,6 +19,7 @@ from prefect_waymark.errors import LedgerError
 from prefect_waymark.ledger import SCHEMA_VERSION, open_ledger, open_reader
 from prefect_waymark.ledger import migrations as migrations_module
 from prefect_waymark.ledger.migrations import Migration
+from tests._support.postgres import PgServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -38,11 +39,10 @@ def _old_sqlite(tmp_path: Path) -> str:
     return f"sqlite:///{db}"
 
 
-def _old_postgres(pg_url: str) -> str:
+def _old_postgres(pg_server: PgServer, pg_url: str) -> str:
     dbname = pg_url.rsplit("/", 1)[1]
     restored = subprocess.run(
-        ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "postgres", "-d", dbname]
-        + ["-f", str(FIXTURES / "v0.1.0-postgres" / "ledger.sql")],
+        pg_server.psql_args(dbname) + ["-f", str(FIXTURES / "v0.1.0-postgres" / "ledger.sql")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -56,7 +56,7 @@ def old_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A ledger written by prefect-waymark 0.1.0 (schema 1), on SQLite or PostgreSQL."""
     if request.param == "sqlite":
         return _old_sqlite(tmp_path)
-    return _old_postgres(request.getfixturevalue("pg_url"))
+    return _old_postgres(request.getfixturevalue("pg_server"), request.getfixturevalue("pg_url"))
 
 
 def test_an_old_ledger_is_migrated_in_place_once(old_ledger: str) -> None:
@@ -130,8 +130,10 @@ def test_the_read_only_reader_never_migrates(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_concurrent_openers_migrate_a_postgres_ledger_once(pg_url: str) -> None:
-    url = _old_postgres(pg_url)
+def test_concurrent_openers_migrate_a_postgres_ledger_once(
+    pg_server: PgServer, pg_url: str
+) -> None:
+    url = _old_postgres(pg_server, pg_url)
     ids: list[str | None] = []
     errors: list[BaseException] = []
 

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from tests._support.helpers import run_cli
+from tests._support.postgres import PgServer
 from tests._support.resume_helpers import runs_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -44,26 +45,13 @@ def test_a_sqlite_ledger_of_0_1_0_resumes(prefect_server: str, tmp_path: Path) -
 
 
 def test_a_postgres_ledger_of_0_1_0_resumes(
-    prefect_server: str, pg_url: str, tmp_path: Path
+    prefect_server: str, pg_server: PgServer, pg_url: str, tmp_path: Path
 ) -> None:
     work = tmp_path / "plan"
     shutil.copytree(FIXTURES / "v0.1.0-postgres", work)
     dbname = pg_url.rsplit("/", 1)[1]
     restored = subprocess.run(
-        [
-            "psql",
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-            "-d",
-            dbname,
-            "-f",
-            str(work / "ledger.sql"),
-        ],
+        pg_server.psql_args(dbname) + ["-f", str(work / "ledger.sql")],
         capture_output=True,
         text=True,
         timeout=120,
