@@ -1,14 +1,18 @@
-"""``waymark marker``: the latest execution marker, the history, or a rebuild of the files."""
+"""``waymark marker``: the latest execution marker, the history, a rebuild of the files, or this
+copy's latest marker artifact from Prefect (``--from-prefect``)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..run import exit_codes
-from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
+
+if TYPE_CHECKING:
+    from ..plan.spec import PlanSpec
 
 
 def _print_marker(m: dict[str, Any]) -> None:
@@ -22,6 +26,45 @@ def _print_marker(m: dict[str, Any]) -> None:
     for r in m.get("receipts", []):
         print(f"  receipt: {r.get('key')} ({r.get('outcome', 'applied')})")
     print(f"  next start: {nxt.get('step') or 'none'} ({nxt.get('why')})")
+
+
+def _from_prefect(spec: PlanSpec, wd: Path, ledger_url: str | None, as_json: bool) -> int:
+    """This copy's latest marker artifact (the copy: this workdir's ledger), never another
+    copy's with the same plan id."""
+    reader = open_reader_or_exit(ledger_url, wd, spec)
+    if reader is None:
+        fail(
+            f"plan {spec.plan_id!r} has no ledger in {wd}: no run of this copy, so no marker "
+            "artifact in Prefect",
+            exit_codes.STEP_FAILED,
+        )
+    from .run_command import configure_prefect
+
+    configure_prefect()
+    from ..markers.artifacts import read_latest_marker
+
+    with reader:
+        latest = read_latest_marker(spec.plan_id, reader, wd)
+    if latest is None:
+        fail(
+            f"no marker artifact for plan {spec.plan_id!r} (this copy: ledger {reader.url}) in "
+            "Prefect",
+            exit_codes.STEP_FAILED,
+        )
+    if as_json:
+        print(json.dumps(latest, indent=2))
+        return exit_codes.OK
+    nxt = latest.get("next_start") or {}
+    art = latest["artifact"]
+    print(f"{latest['executed_at']}  {latest['result']:<12} by {latest['executor']}")
+    print(f"  from Prefect: artifact {art['key']} (copy {latest['copy']['copy_id']})")
+    print(f"  {art['description']}")
+    print(f"  started from: {latest.get('started_from') or 'the beginning'}")
+    print(f"  executed: {', '.join(latest.get('executed_steps') or []) or 'none'}")
+    print(f"  failed: {', '.join(latest.get('failed_steps') or []) or 'none'}")
+    print(f"  next start: {nxt.get('step') or 'none'} ({nxt.get('why')})")
+    print(f"  flow run: {latest.get('flow_run_id') or '-'}")
+    return exit_codes.OK
 
 
 def marker_command(
@@ -39,20 +82,8 @@ def marker_command(
     spec = load_or_exit(plan_path)
     wd = workdir_for(spec, workdir)
     if from_prefect:
-        from .run_command import configure_prefect
-
-        configure_prefect()
-        from ..markers.artifacts import read_latest_marker
-
-        latest = read_latest_marker(spec.plan_id)
-        if latest is None:
-            fail(f"no marker artifact for plan {spec.plan_id!r} in Prefect", exit_codes.STEP_FAILED)
-        if as_json:
-            print(json.dumps(latest, indent=2))
-        else:
-            _print_marker(latest)
-        return exit_codes.OK
-    led = open_or_exit(ledger_url, wd, create=False)
+        return _from_prefect(spec, wd, ledger_url, as_json)
+    led = open_or_exit(ledger_url, wd, create=False, plan=spec)
     if led is None:
         if rebuild:
             fail(f"no ledger for plan {spec.plan_id!r} in {wd}: nothing to rebuild from")

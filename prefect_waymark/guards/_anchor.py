@@ -213,15 +213,7 @@ class Anchor:
         )
         if new or accept_contract:
             self.accept(new, accept_contract, "first read" if new else "contract version", step_id)
-        log = run_logger()
-        if (
-            point in ("run_start", "milestone_switch", "branch_switch")
-            and self.contract is not None
-        ):
-            c = self.contract
-            log.info("goal contract %s v%s (%s): %s", c.goal_id, c.version, c.status, c.objective)
-            for item in c.forbidden:
-                log.info("forbidden: %s", item)
+        log = run_logger()  # the contract itself is logged by the guard, once per version
         log.info(
             "re-anchor (%s%s): %d ref(s) read, %d conflict(s)",
             point,

@@ -10,10 +10,11 @@
 - after a failed attempt: the contract and the step's refs;
 - every N ``ctx.tick()`` calls inside a long ``call:`` step: the contract and the step's refs.
 
-Each re-anchor is a ``reanchor`` ledger event (:class:`~._anchor.Anchor`). A difference is a
-``review`` verdict naming ``{ref, accepted, current, at}``; a step whose ``action`` matches a
-contract entry ``action:<glob>`` gets a ``refuse`` verdict (with its ``drift`` event). The review
-gate records and announces both.
+Each re-anchor is a ``reanchor`` ledger event (:class:`~._anchor.Anchor`). The contract and its
+forbidden list are logged once per run, and again only when a re-read finds them changed. A
+difference is a ``review`` verdict naming ``{ref, accepted, current, at}``; a step whose
+``action`` matches a contract entry ``action:<glob>`` gets a ``refuse`` verdict (with its
+``drift`` event). The review gate records and announces both.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..models import contract_hash
 from ..tasks.actions import forbidden_rule
 from ._anchor import Anchor, run_logger
 from .base import GuardBase, GuardContext, Verdict
@@ -44,6 +46,7 @@ class ReanchorGuard(GuardBase):
         # single "last milestone" would flap between them and re-anchor at every step.
         self._milestones: dict[str, str | None] = {}
         self._ticks: dict[str, int] = {}
+        self._logged: tuple[Any, ...] | None = None  # the contract as this run last logged it
 
     @property
     def forbidden(self) -> list[str]:
@@ -67,6 +70,7 @@ class ReanchorGuard(GuardBase):
             a.load_refs()
             conflicts = a.reanchor("run_start", list(a.configs), True, None)
             verdict = verdict_for(conflicts, "run_start", a.contract_rec) if conflicts else None
+            self._log_contract()
         if verdict is not None and target is not None and target not in reviewing:
             # Only conflicts that want review stop the next step here; a ref whose
             # ``on_error: fail`` makes it unreadable refuses the steps that read it, before each.
@@ -97,6 +101,8 @@ class ReanchorGuard(GuardBase):
                 "branch_switch" if entering else "milestone_switch" if switching else "before_step"
             )
             conflicts = a.reanchor(point, names, check_contract, step.id)
+            if check_contract:
+                self._log_contract()
             if conflicts:
                 return verdict_for(conflicts, point, a.contract_rec)
         if step.action is not None and a.contract is not None:
@@ -125,6 +131,7 @@ class ReanchorGuard(GuardBase):
             conflicts = a.reanchor(
                 "after_failed_attempt", _dedupe(step.reads + step.writes), True, step.id
             )
+            self._log_contract()
         for c in conflicts:
             run_logger().warning("re-anchor after a failed attempt of %s: %s", step.id, c.message)
 
@@ -138,6 +145,7 @@ class ReanchorGuard(GuardBase):
             if n % max(1, every):
                 return None
             conflicts = a.reanchor("tick", _dedupe(step.reads + step.writes), True, step.id)
+            self._log_contract()
             if not conflicts:
                 return None
             verdict = verdict_for(conflicts, "tick", a.contract_rec)
@@ -146,6 +154,28 @@ class ReanchorGuard(GuardBase):
         return Verdict("review", f"{verdict.reason} (found at tick {n})", verdict.details)
 
     # -- internals -----------------------------------------------------------------------
+    def _log_contract(self) -> None:
+        """Log the goal contract and its forbidden list once per run, and again only when a
+        re-read found it changed (another version, status or content)."""
+        c = self.anchor.contract
+        if c is None:
+            return
+        seen = (c.goal_id, c.version, c.status, contract_hash(c))
+        if seen == self._logged:
+            return
+        again = self._logged is not None
+        self._logged = seen
+        forbidden = "".join(f"\n  forbidden: {item}" for item in c.forbidden)
+        run_logger().info(
+            "%sgoal contract %s v%s (%s): %s%s",
+            "the goal contract changed — now " if again else "",
+            c.goal_id,
+            c.version,
+            c.status,
+            c.objective,
+            forbidden,
+        )
+
     def _forbidden(self, step: StepSpec, rule: str) -> Verdict:
         contract = self.anchor.contract
         assert step.action is not None and contract is not None

@@ -1,134 +1,247 @@
-"""Prefect artifacts of a run: the marker (markdown, versioned by key), a table of all steps, and
-a progress artifact updated as steps complete. Keys: ``waymark-<plan-id>-marker|steps|progress``
-with the plan id normalised by :func:`~prefect_waymark.markers.marker_record.artifact_key`."""
+"""Prefect artifacts of a run. Keys carry the plan copy (:mod:`.plan_copy`):
+
+- ``waymark-<plan>-<copy>``: the plan page (:mod:`.plan_page`), one version per run;
+- ``waymark-<plan>-<copy>-marker``: what this run did, in words (:mod:`.run_marker_page`), one
+  version per run, with the run's identity in the artifact's metadata;
+- ``waymark-<plan>-<copy>-steps``: a table of every step after the run;
+- ``waymark-<plan>-<copy>-progress``: a progress bar updated as steps complete.
+
+Every description is the plan's live one-line summary (``failed at check-figures · 3/6 done ·
+next: check-figures``) followed by the copy (``copy 3f9a2c1d · /home/me/report``).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
-
 from ..ledger.progress_view import PlanView
 from ..run.observers import RunObserver
-from .marker_record import artifact_key
+from .markdown import first_line
+from .plan_copy import PlanCopy, plan_copy
 
 if TYPE_CHECKING:
     from ..guards.base import GuardContext
+    from ..ledger.base import Ledger, LedgerReader
+    from ..ledger.step_state import StepState
     from ..plan.spec import StepSpec
+    from ..review.gate import ReviewGate
 
 _log = logging.getLogger("prefect_waymark.markers")
 
-__all__ = ["ProgressArtifact", "marker_markdown", "publish_run_artifacts", "read_latest_marker"]
+__all__ = [
+    "ProgressArtifact",
+    "marker_metadata",
+    "publish_run_artifacts",
+    "read_latest_marker",
+    "run_observers",
+]
+
+#: Marker fields kept in the marker artifact's metadata (Prefect keeps 500 characters a value).
+_META_FIELDS = (
+    "run_id",
+    "flow_run_id",
+    "executed_at",
+    "started_at",
+    "executor",
+    "result",
+    "started_from",
+    "executed_steps",
+    "failed_steps",
+    "next_start",
+)
 
 
-def marker_markdown(marker: dict[str, Any]) -> str:
-    nxt = marker["next_start"]
-    lines = [
-        f"# Execution marker — {marker['plan_id']}",
-        "",
-        f"**Result:** {marker['result']}  ",
-        f"**Executed at:** {marker['executed_at']} by {marker['executor']}  ",
-        f"**Started from:** {marker.get('started_from') or 'the beginning'}  ",
-        f"**Next start:** {nxt.get('step') or 'none'} — {nxt.get('why')}",
-        "",
-        f"- executed: {', '.join(marker['executed_steps']) or 'none'}",
-        f"- skipped (completed before): {len(marker['skipped_steps'])}",
-        f"- failed: {', '.join(marker['failed_steps']) or 'none'}",
-        f"- outputs: {len(marker['outputs'])}; receipts: {len(marker['receipts'])}",
-        "",
-        "```json",
-        json.dumps(marker, indent=2),
-        "```",
-    ]
-    return "\n".join(lines)
+_META_MAX = 480  # Prefect cuts a metadata value at 500 characters
 
 
-def publish_run_artifacts(marker: dict[str, Any], view: PlanView) -> None:
-    """Create this run's marker and step-table artifacts (inside the flow run)."""
-    plan_id = marker["plan_id"]
-    create_markdown_artifact(
-        markdown=marker_markdown(marker),
-        key=artifact_key(plan_id, "marker"),
-        description=f"Execution marker of plan {plan_id}: what ran and where the next run starts.",
-    )
-    create_table_artifact(
-        table=[
-            {
-                "step": s.id,
-                "status": s.status,
-                "owner": s.owner or "",
-                "branch": s.branch,
-                "milestone": s.milestone or "",
-                "last event": s.last_event_at or "",
-            }
-            for s in view.steps
-        ],
-        key=artifact_key(plan_id, "steps"),
-        description=f"Steps of plan {plan_id} and their status after this run.",
-    )
+def marker_metadata(marker: Mapping[str, Any], copy: PlanCopy) -> dict[str, str]:
+    """The run's identity and boundary as artifact metadata: lists and objects as JSON. A list
+    too long for one value keeps its first items and says how many there are (``<name>-count``);
+    the whole marker is in the ledger and ``EXECUTION_MARKER.json``."""
+    meta = copy.metadata()
+    for name in _META_FIELDS:
+        value = marker.get(name)
+        if isinstance(value, list):
+            kept = list(value)
+            while kept and len(json.dumps(kept)) > _META_MAX:
+                kept.pop()
+            if len(kept) < len(value):
+                meta[f"{name}-count"] = str(len(value))
+            value = kept
+        elif isinstance(value, dict):  # next_start: {step, why}; a long why is cut, not the JSON
+            value = {k: v[:300] if isinstance(v, str) else v for k, v in value.items()}
+        text = value if isinstance(value, str) else json.dumps(value)
+        meta[name] = text[:_META_MAX]
+    return meta
 
 
-def read_latest_marker(plan_id: str) -> dict[str, Any] | None:
-    """The latest marker artifact's JSON, read back through Prefect's API (latest version)."""
+def _create(
+    kind: str, key: str, data: Any, description: str, metadata: dict[str, str] | None
+) -> UUID:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+    from prefect.client.schemas.actions import ArtifactCreate
+    from prefect.utilities.context import get_task_and_flow_run_ids
 
-    key = artifact_key(plan_id, "marker")
+    task_run_id, flow_run_id = get_task_and_flow_run_ids()
     with get_client(sync_client=True) as client:
-        found = client.read_latest_artifacts(
-            artifact_filter=ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=[key]))
+        made = client.create_artifact(
+            artifact=ArtifactCreate(
+                key=key,
+                type=kind,
+                description=description,
+                data=data,
+                metadata_=metadata,
+                flow_run_id=flow_run_id,
+                task_run_id=task_run_id,
+            )
         )
-    if not found or not isinstance(found[0].data, str):
-        return None
-    text = found[0].data
-    start, end = text.find("```json\n"), text.rfind("```")
-    if start < 0 or end <= start:
-        return None
-    doc: dict[str, Any] = json.loads(text[start + len("```json\n") : end])
-    return doc
+    return made.id
+
+
+def publish_run_artifacts(
+    marker: dict[str, Any],
+    view: PlanView,
+    ledger: Ledger,
+    states: Mapping[str, StepState],
+) -> None:
+    """Create this run's marker and step-table artifacts (inside the flow run)."""
+    from ..models import utcnow
+    from .plan_copy import ui_base_url
+    from .run_marker_page import marker_line, render_run_marker
+
+    copy = plan_copy(marker["plan_id"], ledger, marker["workdir"])
+    description = f"{marker_line(marker, view)} — {copy.label}"
+    markdown = render_run_marker(
+        marker, view, states, copy=copy, now=utcnow(), ui_url=ui_base_url()
+    )
+    _create("markdown", copy.key("marker"), markdown, description, marker_metadata(marker, copy))
+    rows = [
+        {
+            "step": s.id,
+            "title": s.title,
+            "status": str(s.status),
+            "owner": s.owner or "",
+            "attempts": s.attempts,
+            "branch": s.branch,
+            "milestone": s.milestone or "",
+            "error": first_line(s.error or s.review_reason, 200),
+            "last change": _local(s.last_event_at),
+        }
+        for s in view.steps
+    ]
+    _create("table", copy.key("steps"), json.dumps(rows), description, copy.metadata())
+
+
+def _local(at: str | None) -> str:
+    from .human_time import local_stamp
+
+    return local_stamp(at) if at else ""
+
+
+def read_latest_marker(
+    plan_id: str, ledger: LedgerReader, workdir: Path | str
+) -> dict[str, Any] | None:
+    """This copy's latest marker artifact, read back through Prefect's API: the run's identity
+    and boundary (from the metadata) with the artifact's key, id, description and Markdown.
+    Another copy's artifacts (another workdir or ledger, same plan id) are never returned."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    copy = plan_copy(plan_id, ledger, workdir)
+    key = copy.key("marker")
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+            sort=ArtifactSort.CREATED_DESC,
+            limit=20,
+        )
+    for art in found:
+        meta = dict(art.metadata_ or {})
+        if meta.get("waymark-copy") != copy.copy_id or meta.get("waymark-plan") != plan_id:
+            continue  # a slug shared by two plan ids, or an artifact written by hand
+        doc: dict[str, Any] = {"plan_id": plan_id}
+        for name in _META_FIELDS:
+            raw = meta.get(name)
+            try:
+                doc[name] = json.loads(raw) if raw is not None else None
+            except json.JSONDecodeError:
+                doc[name] = raw
+        doc["copy"] = {
+            "copy_id": copy.copy_id,
+            "workdir": meta.get("workdir"),
+            "ledger": meta.get("ledger"),
+            "ledger_id": meta.get("ledger-id") or None,
+        }
+        doc["artifact"] = {
+            "key": key,
+            "id": str(art.id),
+            "created": art.created.isoformat() if art.created else None,
+            "description": art.description,
+        }
+        doc["markdown"] = art.data if isinstance(art.data, str) else None
+        return doc
+    return None
+
+
+def run_observers(gate: ReviewGate, workdir: Path) -> list[RunObserver]:
+    """The observers that keep a run's artifacts current: the progress bar and the plan page."""
+    from .plan_page_publish import PlanPage
+
+    return [ProgressArtifact(gate, workdir), PlanPage(gate, workdir)]
 
 
 class ProgressArtifact(RunObserver):
-    """An observer that keeps a progress artifact current as steps complete."""
+    """An observer that keeps a progress artifact current as steps complete; it exists from the
+    run's start or from a pause for review that comes first."""
 
     #: Each update is an API call (~25 ms here, as much as a no-op task): send at most one per
     #: this many seconds; the run's last state is sent by :meth:`run_ended`.
     min_interval = 5.0
 
-    def __init__(self) -> None:
+    def __init__(self, gate: ReviewGate | None = None, workdir: Path | None = None) -> None:
         self.artifact_id: UUID | None = None
         self._sent_at = 0.0
         self._dirty = False
         self._done = 0
         self._total = 0
+        self._copy: PlanCopy | None = None
+        self._paused: str | None = None
+        self._gate = gate
+        if gate is not None:
+            self._copy = plan_copy(gate.plan.plan_id, gate.ledger, workdir or "")
+            gate.on_pause.append(self._on_pause)
+            gate.on_answer.append(self._on_answer)
 
-    def _fraction(self) -> tuple[float, str]:
+    def _text(self) -> tuple[float, str]:
         # Counted as steps complete, from the states the run read at its start: no ledger read
         # and no view per update (a 1,000-step view takes ~40 ms here).
         done, total = min(self._done, self._total), self._total
-        return 100.0 * done / total, f"{done} of {total} steps completed"
+        state = f"paused for review at {self._paused} · " if self._paused else ""
+        where = f" — {self._copy.label}" if self._copy else ""
+        return 100.0 * done / max(1, total), f"{state}{done}/{total} done{where}"
 
-    def run_started(self, ctx: GuardContext) -> None:
-        ids = {s.id for s in ctx.plan.steps}
-        self._total = len(ids)
+    def _count(self, plan_ids: set[str], states: Mapping[str, StepState]) -> None:
+        self._total = len(plan_ids)
         self._done = sum(
-            1 for sid, st in ctx.states.items() if sid in ids and st.status == "completed"
+            1 for sid, st in states.items() if sid in plan_ids and st.status == "completed"
         )
-        value, text = self._fraction()
+
+    def _create(self, plan_id: str, ledger: LedgerReader, workdir: Path) -> None:
+        from prefect.artifacts import create_progress_artifact
+
+        if self._copy is None:
+            self._copy = plan_copy(plan_id, ledger, workdir)
+        value, text = self._text()
         try:
             created = create_progress_artifact(
-                progress=value,
-                key=artifact_key(ctx.plan.plan_id, "progress"),
-                description=f"Plan {ctx.plan.plan_id}: {text}",
+                progress=value, key=self._copy.key("progress"), description=text
             )
         except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
             _log.warning("progress artifact not created: %s", exc)
@@ -136,26 +249,51 @@ class ProgressArtifact(RunObserver):
         self.artifact_id = created if isinstance(created, UUID) else None
         self._sent_at = time.monotonic()
 
+    def run_started(self, ctx: GuardContext) -> None:
+        self._count({s.id for s in ctx.plan.steps}, ctx.states)
+        if self.artifact_id is None:
+            self._create(ctx.plan.plan_id, ctx.ledger, ctx.workdir)
+        else:
+            self._send()
+
+    def _on_pause(self, step_id: str) -> None:
+        gate = self._gate
+        assert gate is not None
+        self._paused = step_id
+        self._count({s.id for s in gate.plan.steps}, gate.ledger.step_states(gate.plan.plan_id))
+        if self.artifact_id is None:
+            self._create(
+                gate.plan.plan_id, gate.ledger, Path(self._copy.workdir if self._copy else "")
+            )
+        else:
+            self._send()
+
+    def _on_answer(self) -> None:
+        if self._paused is not None:
+            self._paused = None
+            if self.artifact_id is not None:
+                self._send()
+
     def step_completed(self, ctx: GuardContext, step: StepSpec) -> None:
         self._done += 1
         if self.artifact_id is None:
             return
         self._dirty = True
         if time.monotonic() - self._sent_at >= self.min_interval:
-            self._send(ctx)
+            self._send()
 
     def run_ended(self, ctx: GuardContext) -> None:
         """Send the last progress if it is not out yet."""
         if self.artifact_id is not None and self._dirty:
-            self._send(ctx)
+            self._send()
 
-    def _send(self, ctx: GuardContext) -> None:
+    def _send(self) -> None:
+        from prefect.artifacts import update_progress_artifact
+
         assert self.artifact_id is not None
-        fraction, text = self._fraction()
+        fraction, text = self._text()
         try:
-            update_progress_artifact(
-                self.artifact_id, fraction, description=f"Plan {ctx.plan.plan_id}: {text}"
-            )
+            update_progress_artifact(self.artifact_id, fraction, description=text)
         except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
             _log.warning("progress artifact not updated: %s", exc)
         self._sent_at = time.monotonic()

@@ -1,6 +1,6 @@
 """Everything a run leaves behind when it ends, in the seed's order: TASKS.md statuses, what was
 verified in IMPLEMENTATION_LOG.md, the marker (ledger event, EXECUTION_MARKER.json, Prefect
-artifact), and "Latest execution record" in STATE.md."""
+artifact), and "Latest execution record" in STATE.md; then the plan page's last version."""
 
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> No
     """Refuse before anything runs if a target file is someone else's or a corrupt marker."""
     check_writable([folder / name for name in VIEW_FILES])
     history = marker_history(ledger, plan.plan_id) if ledger is not None else []
-    verify_marker_file(folder / MARKER_FILE, plan.plan_id, history)
+    verify_marker_file(
+        folder / MARKER_FILE, plan.plan_id, history, ledger=ledger, plan_file=plan.source
+    )
 
 
 def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path, view: PlanView | None) -> None:
@@ -93,11 +95,14 @@ def write_run_markers(
         logger.error("marker files not written: %s", exc)
     if artifacts:
         from .artifacts import publish_run_artifacts
+        from .plan_page_publish import publish_plan_page
 
         try:
-            publish_run_artifacts(marker, view)
+            publish_run_artifacts(marker, view, ledger, states)
         except Exception as exc:  # noqa: BLE001 - the UI copy must not fail the run
             logger.error("marker artifacts not published: %s", exc)
+        # The plan page's last version of this run: where the run left the plan.
+        publish_plan_page(plan, ledger, marker["workdir"], marker["run_id"], states)
     return marker
 
 

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import LedgerError, ReviewError
 from ..guards.base import GuardBase, GuardContext, Verdict
 from ..ledger.events import EventKind
+from ..models import utcnow
 from .decisions import abort_event, apply_decision
+from .reasons import form_description, reason_words
 
 if TYPE_CHECKING:
     from ..ledger.base import Ledger
@@ -60,8 +62,11 @@ class ReviewGate:
         self.wait_seconds = wait_seconds
         self.aborted: ProgressEvent | None = None
         #: Called after a person's answer was applied (e.g. the re-anchoring guard reloads the
-        #: versions the answer accepted).
+        #: versions the answer accepted; the plan page shows the answer).
         self.on_answer: list[Callable[[], None]] = []
+        #: Called with the step id just before the run pauses for an answer (the plan page and
+        #: the progress artifact show the pause while it lasts).
+        self.on_pause: list[Callable[[str], None]] = []
         self._announced: set[str] = set()
 
     # -- aborts ----------------------------------------------------------------------------
@@ -109,7 +114,8 @@ class ReviewGate:
             )
         except LedgerError:  # another run moved the step on (e.g. a rerun): its word stands
             return "moved"
-        self.log.warning("step %s needs review: %s", step_id, verdict.reason)
+        words = "; ".join(reason_words(verdict.reason, verdict.details, utcnow()))
+        self.log.warning("step %s needs review: %s", step_id, words)
         d = verdict.details
         self.announce(
             [
@@ -125,7 +131,7 @@ class ReviewGate:
         )
         if self.wait_seconds <= 0 or not _in_flow_run() or self.aborted is not None:
             return "needs_review"
-        return self._wait(step_id)
+        return self._wait(step_id, verdict)
 
     def _refuse(self, step_id: str, branch: str, verdict: Verdict) -> GateOutcome:
         if verdict.drift is not None:
@@ -151,7 +157,7 @@ class ReviewGate:
         self.log.error("step %s refused: %s", step_id, verdict.reason)
         return "refused"
 
-    def _wait(self, step_id: str) -> GateOutcome:
+    def _wait(self, step_id: str, verdict: Verdict) -> GateOutcome:
         from prefect.runtime import flow_run
 
         from .signal import wait_for_review
@@ -166,39 +172,78 @@ class ReviewGate:
         )
         self.log.warning(
             "step %s: the flow run pauses up to %ss for an answer (accept / rerun / abort) in "
-            "the Prefect UI",
+            "the Prefect UI: open the flow run and press Resume",
             step_id,
             self.wait_seconds,
         )
-        answer = wait_for_review(self.wait_seconds)
+        for show in self.on_pause:
+            show(step_id)
+        description = form_description(
+            self.plan,
+            step_id,
+            verdict.reason,
+            verdict.details,
+            wait_seconds=self.wait_seconds,
+            now=utcnow(),
+            page_url=_plan_page_url(self.plan.plan_id, self.ledger),
+        )
+        answer = wait_for_review(self.wait_seconds, description=description)
         if answer is None:
-            self.log.warning("no answer within %ss: the run stops for review", self.wait_seconds)
+            self.log.warning(
+                "no answer within %ss: the run stops for review; answer later with `waymark "
+                "review PLAN --step %s --accept|--rerun|--abort`",
+                self.wait_seconds,
+                step_id,
+            )
             return "needs_review"
+        by = answer.by or "prefect-ui"
         if answer.receipt and answer.decision != "abort":
-            self._settle(step_id, answer.receipt, answer.by or "prefect-ui", answer.reason)
+            self._settle(step_id, answer.receipt, by, answer.reason)
         try:
             done = apply_decision(
                 self.ledger,
                 self.plan,
                 answer.decision,
                 step_id=step_id,
-                by=answer.by or "prefect-ui",
+                by=by,
                 reason=answer.reason,
                 run_id=self.run_id,
             )
         except ReviewError as exc:  # answered meanwhile by `waymark review`: the ledger says
             self.log.warning("review: the answer from the Prefect UI was not applied: %s", exc)
             return "moved"
-        for line in done:
+        # apply_decision's last line says what the *next* run does (its words for `waymark
+        # review`); this run goes on with the answer now, so it says that instead.
+        for line in done[:-1] if answer.decision != "abort" else []:
             self.log.info("review: %s", line)
+        self.log.info("review: %s", self._next_words(step_id, answer.decision, by, answer.reason))
         # A later stop of the same step in this run is news again: announce it too.
         self._announced.discard(step_id)
-        for listener in self.on_answer:
-            listener()
         if answer.decision == "abort":
             self.check_abort()
-            return "needs_review"
-        return "go_on"
+        for listener in self.on_answer:
+            listener()
+        return "needs_review" if answer.decision == "abort" else "go_on"
+
+    def _next_words(self, step_id: str, decision: str, by: str, reason: str) -> str:
+        """What this run does after a person's answer, in one sentence."""
+        why = f" ({reason})" if reason else ""
+        if decision == "abort":
+            return (
+                f"{by} aborted plan {self.plan.plan_id!r}{why}: this run stops here and runs "
+                "nothing more; `waymark run` refuses the plan until someone answers `waymark "
+                "review PLAN --accept` or `--rerun`"
+            )
+        state = self.ledger.step_states(self.plan.plan_id).get(step_id)
+        status = state.status if state is not None else "pending"
+        if decision == "rerun":
+            return f"{by} asked to run step {step_id!r} again{why}: this run runs it now"
+        if status == "completed":
+            return (
+                f"{by} accepted step {step_id!r}{why}: it stays completed and this run goes on "
+                "with the steps after it"
+            )
+        return f"{by} accepted step {step_id!r}{why}: this run goes on and runs it now"
 
     def _settle(self, step_id: str, receipt: str, by: str, reason: str) -> None:
         """The answer says what became of the step's open action: record it first. A receipt
@@ -253,6 +298,16 @@ class ReviewGate:
         self.announce(
             [{"step": str(item["step"]), "reason": item.get("reason")} for item in needs_review]
         )
+
+
+def _plan_page_url(plan_id: str, ledger: Ledger) -> str | None:
+    """The plan page's address in the Prefect UI (for the form's description)."""
+    from ..markers.plan_copy import artifact_url, plan_copy, ui_base_url
+
+    try:
+        return artifact_url(ui_base_url(), plan_copy(plan_id, ledger, "").key())
+    except Exception:  # noqa: BLE001 - a link is a convenience
+        return None
 
 
 class AbortCheck(GuardBase):

@@ -59,14 +59,20 @@ def emit_needs_review(plan_id: str, run_id: str, steps: list[dict[str, Any]]) ->
     )
 
 
-def wait_for_review(timeout_seconds: float, poll_seconds: int = 2) -> ReviewInput | None:
-    """Pause the current flow run until someone answers the form; ``None`` on timeout."""
+def wait_for_review(
+    timeout_seconds: float, poll_seconds: int = 2, *, description: str | None = None
+) -> ReviewInput | None:
+    """Pause the current flow run until someone answers the form; ``None`` on timeout.
+
+    ``description`` (Markdown) is shown above the form in the Prefect UI: why the run paused
+    and what each answer does (:func:`~.reasons.form_description`)."""
     from prefect.exceptions import FlowPauseTimeout
     from prefect.flow_runs import pause_flow_run
 
+    form = ReviewInput.with_initial_data(description=description) if description else ReviewInput
     try:
         answer: ReviewInput = pause_flow_run(
-            wait_for_input=ReviewInput,
+            wait_for_input=form,
             timeout=max(1, int(timeout_seconds)),
             poll_interval=poll_seconds,
         )

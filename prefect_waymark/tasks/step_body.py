@@ -15,9 +15,11 @@ from .shell_command import CommandResult, run_command
 from .step_context import StepContext
 
 __all__ = [
+    "FAILURE_LINES",
     "TAIL_CHARS",
     "call_step",
     "command_env",
+    "failure_lines",
     "log_note",
     "output_tail",
     "run_shell_step",
@@ -25,6 +27,7 @@ __all__ = [
 ]
 
 TAIL_CHARS = 2000
+FAILURE_LINES = 15  # lines of a failed command's output on its ERROR line
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
@@ -61,10 +64,43 @@ def command_env(ctx: StepContext, extra: dict[str, str] | None = None) -> dict[s
     return env
 
 
+def _last_words(proc: CommandResult) -> str:
+    """The command's last non-empty line (stderr first: that is where commands say why), cut
+    to ~200 characters; what the one-line error carries after the exit code."""
+    for text in (proc.stderr, proc.stdout):
+        for line in reversed(text.splitlines()):
+            if line.strip():
+                line = line.strip()
+                return line if len(line) <= 200 else line[:199] + "…"
+    return ""
+
+
+def failure_lines(proc: CommandResult, count: int = FAILURE_LINES) -> str:
+    """The last ``count`` lines of stdout and of stderr (stderr last: that is where commands
+    say why they stopped), each line cut to 300 characters: what a failed command's ERROR line
+    shows. Empty if it printed nothing."""
+
+    def last(text: str) -> str:
+        lines = text.rstrip().splitlines()[-count:]
+        return "\n".join(line if len(line) <= 300 else line[:299] + "…" for line in lines)
+
+    parts = [
+        f"--- last lines of its {name} ---\n{last(text)}"
+        for name, text in (("stdout", proc.stdout), ("stderr", proc.stderr))
+        if text.strip()
+    ]
+    return "\n".join(parts)
+
+
 def run_shell_step(
     ctx: StepContext, command: str, *, extra_env: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """Run the command in the workdir; a non-zero exit raises :class:`ShellStepError`."""
+    """Run the command in the workdir; a non-zero exit raises :class:`ShellStepError`.
+
+    On success the tail of the output is logged at INFO. On a failure one ERROR line says how
+    the command ended and carries the last lines of its stdout and stderr, and the error's
+    message ends with the last line it printed, stderr first (the ledger keeps that message;
+    the markers and the plan page show it)."""
     env = command_env(ctx, extra_env)
     proc = run_command(
         command,
@@ -74,21 +110,26 @@ def run_shell_step(
         log_path=step_log_path(ctx.workdir, ctx.plan_id, ctx.step_id, ctx.attempt, ctx.run_id),
     )
     out_tail = output_tail(proc)
-    if out_tail.strip():
-        ctx.logger.info("step %s output (tail):\n%s%s", ctx.step_id, out_tail, log_note(proc))
-    elif proc.log_error:
-        ctx.logger.warning("step %s: %s", ctx.step_id, proc.log_error)
+    if proc.returncode == 0:
+        if out_tail.strip():
+            ctx.logger.info("step %s output (tail):\n%s%s", ctx.step_id, out_tail, log_note(proc))
+        elif proc.log_error:
+            ctx.logger.warning("step %s: %s", ctx.step_id, proc.log_error)
+        return {"returncode": 0, "stdout": tail(proc.stdout)}
     if proc.returncode is None:
-        raise ShellStepError(
-            f"step {ctx.step_id!r}: command timed out after {ctx.step.timeout_seconds}s "
-            "(its process group was killed)",
-            out_tail,
-        )
-    if proc.returncode != 0:
-        raise ShellStepError(
-            f"step {ctx.step_id!r}: command exited with code {proc.returncode}", out_tail
-        )
-    return {"returncode": 0, "stdout": tail(proc.stdout)}
+        how = f"command timed out after {ctx.step.timeout_seconds}s (its process group was killed)"
+    else:
+        how = f"command exited with code {proc.returncode}"
+    last = failure_lines(proc)
+    ctx.logger.error(
+        "step %s: %s%s%s",
+        ctx.step_id,
+        how,
+        f"\n{last}" if last else "; it printed nothing",
+        log_note(proc),
+    )
+    words = _last_words(proc)
+    raise ShellStepError(f"step {ctx.step_id!r}: {how}" + (f": {words}" if words else ""), out_tail)
 
 
 _imported_for: dict[str, str] = {}  # top-level module -> the workdir call_step imported it for

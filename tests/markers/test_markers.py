@@ -118,43 +118,38 @@ def test_three_runs_leave_three_markers_in_order(prefect_server: str, tmp_path: 
     assert log.count("## Run ") == 3
     assert "two: two.txt holds 2 — evidence: `two.txt` sha256" in log
 
-    # Prefect artifacts, read back through Prefect's client: three versions of the marker key.
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-    from prefect.client.schemas.sorting import ArtifactSort
+    # Prefect artifacts, read back through Prefect's client: three versions of the marker key
+    # (this copy's: the key carries the copy id), readable text, the run's identity in the
+    # metadata, no raw JSON.
+    from tests._support.artifacts import artifact_versions, latest_artifact, plan_copy_of
 
-    key = artifact_key("Marker_Plan.v1", "marker")
-    with get_client(sync_client=True) as client:
-        arts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
-            sort=ArtifactSort.CREATED_DESC,
-        )
+    copy = plan_copy_of("Marker_Plan.v1", default_ledger_url(tmp_path), tmp_path)
+    key = copy.key("marker")
+    assert key == f"waymark-marker-plan-v1-{copy.copy_id}-marker"
+    arts = artifact_versions(key)
     assert len(arts) == 3
-    bodies = [a.data for a in reversed(arts)]  # oldest first
-    for body, marker in zip(bodies, history, strict=True):
-        assert isinstance(body, str)
-        embedded = json.loads(body[body.index("```json\n") + 8 : body.rindex("```")])
-        assert embedded == marker
+    for art, marker in zip(arts, history, strict=True):
+        body = art.data
+        assert isinstance(body, str) and "```json" not in body
+        assert body.startswith(f"# Run of Marker test — {marker['result']}\n")
+        assert art.metadata_["run_id"] == marker["run_id"]
+        assert json.loads(art.metadata_["next_start"]) == marker["next_start"]
+    assert "budget reached (--max-steps 1)" in arts[0].data
+    assert arts[0].description.startswith("stopped after 1 step · 1/3 done · next: two")
+    assert "## Unsuccessful (1)" in arts[1].data and "exited with code 5" in arts[1].data
+    assert arts[2].description.startswith("complete · 3/3 done")
     # The progress artifact of the last run ends at 100 %; the steps table lists every step.
-    from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
-
-    with get_client(sync_client=True) as client:
-        latest = client.read_latest_artifacts(
-            artifact_filter=ArtifactCollectionFilter(
-                key=ArtifactCollectionFilterKey(
-                    any_=[artifact_key("Marker_Plan.v1", k) for k in ("progress", "steps")]
-                )
-            )
-        )
-    by_key = {a.key: a for a in latest}
-    assert float(by_key[artifact_key("Marker_Plan.v1", "progress")].data) == 100.0
-    table = by_key[artifact_key("Marker_Plan.v1", "steps")].data
+    assert float(latest_artifact(copy.key("progress")).data) == 100.0
+    table = latest_artifact(copy.key("steps")).data
     rows = json.loads(table) if isinstance(table, str) else table
     assert [r["step"] for r in rows] == ["one", "two", "three"]
     assert {r["status"] for r in rows} == {"completed"}
     from prefect_waymark.markers.artifacts import read_latest_marker
 
-    assert read_latest_marker("Marker_Plan.v1") == history[-1]
+    with open_ledger(default_ledger_url(tmp_path)) as led:
+        latest = read_latest_marker("Marker_Plan.v1", led, tmp_path)
+    assert latest is not None and latest["run_id"] == history[-1]["run_id"]
+    assert latest["executed_steps"] == history[-1]["executed_steps"]
     proc = run_cli("marker", str(plan), "--json", "--from-prefect")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["run_id"] == history[-1]["run_id"]
@@ -341,3 +336,20 @@ def test_refusals_after_a_rename_or_a_lost_ledger_give_safe_hints(
     proc = run_cli("run", str(plan), "--ledger", moved)  # the hint works: the plan is complete
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "a.count").read_text() == "a\n"
+
+
+def test_generated_files_take_the_umask_mode(tmp_path: Path) -> None:
+    """Not mkstemp's 0600: a team's other accounts read the marker like any file of the run."""
+    import os
+    import stat
+
+    from prefect_waymark.markers.generated_files import atomic_write
+
+    old = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / MARKER_FILE, "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / MARKER_FILE).stat().st_mode) == 0o640
+    atomic_write(tmp_path / "TASKS.md", "x\n")
+    assert stat.S_IMODE((tmp_path / "TASKS.md").stat().st_mode) == 0o666 & ~old

@@ -125,5 +125,8 @@ def test_retries_record_each_attempt(prefect_server: str, tmp_path: Path, ledger
     states = step_states(ledger_url, "retries")
     assert states["flaky"].status == "completed" and states["flaky"].attempts == 3
     assert states["doomed"].status == "failed"
-    assert states["doomed"].error == "ShellStepError: step 'doomed': command exited with code 5"
+    # The error ends with the last line the command printed (stderr first).
+    assert states["doomed"].error == (
+        "ShellStepError: step 'doomed': command exited with code 5: oops"
+    )
     assert "oops" in (states["doomed"].output_tail or "")

@@ -1,0 +1,193 @@
+"""Sections of the plan page that are tables: acceptance evidence, progress per milestone and
+branch, steps by status, receipts. Pure functions of the plan, its view and the step states."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from ..ledger.progress_view import PlanView, StepView
+from ..ledger.step_state import StepState
+from ..plan.spec import PlanSpec
+from .human_time import ago
+from .markdown import cell, code, first_line, table
+
+__all__ = [
+    "acceptance_section",
+    "progress_section",
+    "receipts_section",
+    "step_title",
+    "steps_section",
+]
+
+ROWS_SHOWN = 40
+_STATUS_ORDER = ("in_progress", "needs_review", "failed", "blocked", "pending", "completed")
+_STATUS_TITLE = {
+    "in_progress": "In progress",
+    "needs_review": "Needs review",
+    "failed": "Failed",
+    "blocked": "Blocked",
+    "pending": "Pending",
+    "completed": "Completed",
+}
+
+
+def step_title(spec: StepView) -> str:
+    """ " — Title (owner bob)" after a step's id in a heading; empty for a bare step."""
+    bits = [f" — {cell(spec.title, 80)}" if spec.title else ""]
+    if spec.owner:
+        bits.append(f" (owner {cell(spec.owner, 40)})")
+    return "".join(bits)
+
+
+def _capped(rows: list[list[object]], what: str) -> tuple[list[list[object]], list[str]]:
+    if len(rows) <= ROWS_SHOWN:
+        return rows, []
+    return rows[:ROWS_SHOWN], [f"… and {len(rows) - ROWS_SHOWN} more {what} (see TASKS.md)"]
+
+
+def _evidence(sid: str, states: Mapping[str, StepState]) -> str:
+    st = states.get(sid)
+    if st is None:
+        return ""
+    items = [f"{code(p)} sha256 {h[:12]}" for p, h in sorted(st.outputs.items())]
+    items += [f"receipt {code(r.get('key'))}" for r in st.receipts]
+    return "; ".join(items)
+
+
+def acceptance_section(
+    plan: PlanSpec, view: PlanView, states: Mapping[str, StepState], now: datetime
+) -> list[str]:
+    """Each step's acceptance items with their evidence status."""
+    rows: list[list[object]] = []
+    for spec in plan.steps:
+        status = view.step(spec.id).status
+        st = states.get(spec.id)
+        for item in spec.acceptance:
+            if status == "completed":
+                evidence = _evidence(spec.id, states) or "step completed"
+                done = ago(st.completed_at, now) if st and st.completed_at else ""
+                state = f"met {done}".strip()
+            else:
+                evidence, state = "", f"open (step {status})"
+            rows.append([cell(item, 160), code(spec.id), state, evidence or "-"])
+    if not rows:
+        return []
+    rows, more = _capped(rows, "items")
+    return [
+        "",
+        "## Acceptance",
+        "",
+        *table(["item", "step", "status", "evidence"], rows),
+        *more,
+    ]
+
+
+def _tally(steps: list[StepView]) -> list[object]:
+    counts = {k: sum(1 for s in steps if s.status == k) for k in _STATUS_ORDER}
+    done = counts["completed"]
+    return [
+        f"{done}/{len(steps)}",
+        counts["in_progress"] or "",
+        counts["failed"] or "",
+        counts["needs_review"] or "",
+        counts["blocked"] or "",
+        counts["pending"] or "",
+    ]
+
+
+def progress_section(plan: PlanSpec, view: PlanView) -> list[str]:
+    """Done and open steps per milestone and per branch."""
+    headers = ["done", "running", "failed", "review", "blocked", "pending"]
+    out = ["", "## Progress", ""]
+    milestones: dict[str, list[StepView]] = {}
+    branches: dict[str, list[StepView]] = {}
+    for s in view.steps:
+        milestones.setdefault(s.milestone or "(no milestone)", []).append(s)
+        branches.setdefault(s.branch, []).append(s)
+    if len(milestones) > 1 or next(iter(milestones)) != "(no milestone)":
+        rows = [[cell(m, 80), *_tally(steps)] for m, steps in milestones.items()]
+        active = f" — active: {code(view.active_milestone)}" if view.active_milestone else ""
+        out += [f"Per milestone{active}:", "", *table(["milestone", *headers], rows), ""]
+    if len(branches) > 1:
+        rows = []
+        for b, steps in branches.items():
+            current = view.current_step.get(b)
+            rows.append([code(b), *_tally(steps), code(current) if current else "-"])
+        out += ["Per branch:", "", *table(["branch", *headers, "current step"], rows)]
+    if len(out) == 3:  # one milestone-less branch: one line says it
+        out.append(f"{_tally(view.steps)[0]} steps done.")
+    return out
+
+
+def steps_section(view: PlanView, states: Mapping[str, StepState], now: datetime) -> list[str]:
+    """Every step, grouped by status, with title, owner, attempts and its last change."""
+    out = ["", "## Steps"]
+    for status in _STATUS_ORDER:
+        steps = [s for s in view.steps if s.status == status]
+        if not steps:
+            continue
+        rows: list[list[object]] = []
+        for s in steps:
+            st = states.get(s.id)
+            note = first_line(s.error or s.review_reason, 120) if status != "completed" else ""
+            if status == "blocked":
+                note = "waits for " + ", ".join(s.blocked_by)
+            rows.append(
+                [
+                    code(s.id),
+                    cell(s.title, 80) or "-",
+                    cell(s.owner, 40) or "-",
+                    s.attempts or "-",
+                    ago(st.last_at, now) if st and st.last_at else "-",
+                    cell(note, 120) or "-",
+                ]
+            )
+        rows, more = _capped(rows, "steps")
+        out += [
+            "",
+            f"### {_STATUS_TITLE[status]} ({len(steps)})",
+            "",
+            *table(["step", "title", "owner", "attempts", "last change", "note"], rows),
+            *more,
+        ]
+    return out
+
+
+def receipts_section(view: PlanView, now: datetime) -> list[str]:
+    """Receipts of irreversible actions, and actions whose outcome is unknown."""
+    rows: list[list[object]] = []
+    unknown: list[list[object]] = []
+    for s in view.steps:
+        for r in s.receipts:
+            rows.append(
+                [
+                    code(s.id),
+                    code(r.get("action")),
+                    code(r.get("key")),
+                    r.get("outcome") or "applied",
+                    cell(r.get("external_id") or "-", 60),
+                    ago(r.get("at"), now) if r.get("at") else "-",
+                    cell(r.get("by") or r.get("source") or "-", 40),
+                ]
+            )
+        for a in s.open_actions:
+            unknown.append(
+                [code(s.id), code(a.get("action")), code(a.get("key")), ago(a.get("at"), now)]
+            )
+    if not rows and not unknown:
+        return []
+    out = ["", "## Receipts"]
+    if rows:
+        rows, more = _capped(rows, "receipts")
+        headers = ["step", "action", "key", "outcome", "external id", "when", "by"]
+        out += ["", *table(headers, rows), *more]
+    if unknown:
+        out += [
+            "",
+            "Outcome unknown (an intent without a receipt: check the business system, then "
+            "`waymark receipt PLAN STEP --applied|--not-applied`):",
+            "",
+            *table(["step", "action", "key", "started"], unknown),
+        ]
+    return out

@@ -1,0 +1,205 @@
+"""Publishing the plan page (:mod:`.plan_page`) to Prefect while a run goes on.
+
+Each run keeps **one version** of the page (key ``waymark-<plan>-<copy>``, see
+:mod:`.plan_copy`): created at run start (or at a pause that comes first), updated in place as
+steps complete (at most every :attr:`PlanPage.min_interval` seconds), when the run pauses for
+review and when the pause is answered, and a last time when the run ends
+(:func:`publish_plan_page`, called with the run's markers). So the key's history in the UI is
+one version per run, each ending at where that run left the plan.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from ..run.observers import RunObserver
+from .plan_copy import PlanCopy, plan_copy, ui_base_url
+
+if TYPE_CHECKING:
+    from ..guards.base import GuardContext
+    from ..ledger.base import Ledger
+    from ..ledger.step_state import StepState
+    from ..models import GoalContract
+    from ..plan.spec import PlanSpec, StepSpec
+    from ..review.gate import ReviewGate
+
+__all__ = ["PlanPage", "PlanPagePublisher", "publish_plan_page"]
+
+_log = logging.getLogger("prefect_waymark.markers")
+
+
+def _contract(plan: PlanSpec) -> GoalContract | None:
+    from ..guards.sources import load_contract
+
+    try:
+        loaded = load_contract(plan)
+    except Exception as exc:  # noqa: BLE001 - the page says less, the run goes on
+        _log.warning("plan page: the goal contract cannot be read: %s", exc)
+        return None
+    return loaded[0] if loaded else None
+
+
+class PlanPagePublisher:
+    """Renders the page from the ledger and sends this run's version of it."""
+
+    def __init__(self, plan: PlanSpec, ledger: Ledger, workdir: Path | str, run_id: str) -> None:
+        self.plan = plan
+        self.ledger = ledger
+        self.run_id = run_id
+        self.copy: PlanCopy = plan_copy(plan.plan_id, ledger, str(workdir))
+        self.artifact_id: UUID | None = None
+        self._contract: GoalContract | None = None
+        self._contract_read = False
+
+    def contract(self) -> GoalContract | None:
+        if not self._contract_read:
+            self._contract, self._contract_read = _contract(self.plan), True
+        return self._contract
+
+    def render(
+        self, *, live: bool, states: Mapping[str, StepState] | None = None
+    ) -> tuple[str, str]:
+        """The page's Markdown and its one-line description, from the ledger now."""
+        from ..models import utcnow
+        from .plan_page import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
+
+        if states is None:
+            states = self.ledger.step_states(self.plan.plan_id)
+        events = self.ledger.events(self.plan.plan_id, kinds=PAGE_EVENT_KINDS)
+        page = PageInput(
+            plan=self.plan,
+            states=states,
+            events=events,
+            copy=self.copy,
+            now=utcnow(),
+            contract=self.contract(),
+            ui_url=ui_base_url(),
+            live_run=self.run_id if live else None,
+        )
+        line = page_line(page)
+        return render_plan_page(page), f"{line} — {self.copy.label}"
+
+    def publish(
+        self,
+        *,
+        live: bool,
+        states: Mapping[str, StepState] | None = None,
+        find: bool = False,
+    ) -> None:
+        """Create this run's version, or update it in place (``find``: look for a version this
+        flow run made before, e.g. at the run's end); problems are logged, not raised."""
+        try:
+            markdown, description = self.render(live=live, states=states)
+            if self.artifact_id is None and find:
+                self.artifact_id = _find_version(self.copy.key())
+            if self.artifact_id is None:
+                self.artifact_id = _create(self.copy.key(), markdown, description, self.copy)
+            else:
+                _update(self.artifact_id, markdown, description)
+        except Exception as exc:  # noqa: BLE001 - the UI's page must not stop a run
+            _log.warning("plan page not published: %s", exc)
+
+
+def _create(key: str, markdown: str, description: str, copy: PlanCopy) -> UUID:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import ArtifactCreate
+    from prefect.utilities.context import get_task_and_flow_run_ids
+
+    task_run_id, flow_run_id = get_task_and_flow_run_ids()
+    with get_client(sync_client=True) as client:
+        made = client.create_artifact(
+            artifact=ArtifactCreate(
+                key=key,
+                type="markdown",
+                description=description,
+                data=markdown,
+                metadata_=copy.metadata(),
+                flow_run_id=flow_run_id,
+                task_run_id=task_run_id,
+            )
+        )
+    return made.id
+
+
+def _update(artifact_id: UUID, markdown: str, description: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import ArtifactUpdate
+
+    with get_client(sync_client=True) as client:
+        client.update_artifact(artifact_id, ArtifactUpdate(data=markdown, description=description))
+
+
+def _find_version(key: str) -> UUID | None:
+    """This flow run's version of ``key``, if it made one (e.g. before the run's end)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+    from prefect.client.schemas.sorting import ArtifactSort
+    from prefect.utilities.context import get_task_and_flow_run_ids
+
+    _, flow_run_id = get_task_and_flow_run_ids()
+    if flow_run_id is None:
+        return None
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=[key]),
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+            ),
+            sort=ArtifactSort.CREATED_DESC,
+            limit=1,
+        )
+    return found[0].id if found else None
+
+
+def publish_plan_page(
+    plan: PlanSpec,
+    ledger: Ledger,
+    workdir: Path | str,
+    run_id: str,
+    states: Mapping[str, StepState] | None = None,
+) -> None:
+    """The run's last version of the page (at its end: the run is over, ``live`` is off)."""
+    PlanPagePublisher(plan, ledger, workdir, run_id).publish(live=False, states=states, find=True)
+
+
+class PlanPage(RunObserver):
+    """Keeps the run's version of the plan page current; registered with the review gate so a
+    pause (also one at run start, before the steps start) shows on the page at once."""
+
+    #: Each update renders the page from the ledger (~40 ms for 1,000 steps) and is an API call:
+    #: at most one per this many seconds as steps complete.
+    min_interval = 5.0
+
+    def __init__(self, gate: ReviewGate, workdir: Path) -> None:
+        self.publisher = PlanPagePublisher(gate.plan, gate.ledger, workdir, gate.run_id)
+        self._sent_at = 0.0
+        self._dirty = False
+        gate.on_pause.append(self._now)
+        gate.on_answer.append(self._now)
+
+    def _now(self, *_: Any) -> None:
+        self.publisher.publish(live=True)
+        self._sent_at, self._dirty = time.monotonic(), False
+
+    def run_started(self, ctx: GuardContext) -> None:
+        self.publisher.publish(live=True, states=ctx.states)
+        self._sent_at = time.monotonic()
+
+    def step_completed(self, ctx: GuardContext, step: StepSpec) -> None:
+        self._dirty = True
+        if time.monotonic() - self._sent_at >= self.min_interval:
+            self._now()
+
+    def run_ended(self, ctx: GuardContext) -> None:
+        """Nothing: the run's markers publish the last version right after
+        (:func:`publish_plan_page`)."""
+        return None
