@@ -196,6 +196,8 @@ class StepRecords:
         self.status[sid] = "failed"
         failed_here.add(sid)
         out.failed.append(sid)
+        for observer in self.observers:
+            observer.step_failed(self.rt.context, spec, error)
 
     def _record_end(self, sid: str, kind: EventKind, **data: Any) -> bool:
         """Record how a step of this run ended; False if this run no longer holds the step.

@@ -199,6 +199,10 @@ class PlanPage(RunObserver):
         if time.monotonic() - self._sent_at >= self.min_interval:
             self._now()
 
+    def step_failed(self, ctx: GuardContext, step: StepSpec, error: str) -> None:
+        """A failure shows at once, with its error: the page a person opens first."""
+        self._now()
+
     def run_ended(self, ctx: GuardContext) -> None:
         """Nothing: the run's markers publish the last version right after
         (:func:`publish_plan_page`)."""

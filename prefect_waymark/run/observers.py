@@ -22,6 +22,10 @@ class RunObserver:
         """``step`` completed in this run."""
         return None
 
+    def step_failed(self, ctx: GuardContext, step: StepSpec, error: str) -> None:
+        """``step`` failed in this run (recorded ``failed``; its retries are spent)."""
+        return None
+
     def run_ended(self, ctx: GuardContext) -> None:
         """The run's loop ended, however it ended."""
         return None

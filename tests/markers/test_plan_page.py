@@ -187,3 +187,48 @@ def test_two_copies_of_one_plan_never_mix(prefect_server: str, tmp_path: Path) -
     proc = run_cli("marker", str(plans[one]), "--from-prefect")
     assert proc.returncode == 0 and f"copy {copies[one].copy_id}" in proc.stdout
     assert "next start: none (plan complete)" in proc.stdout
+
+
+def test_a_failure_reaches_the_plan_page_while_the_run_goes_on(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """The page a person opens first shows a failed step at once, with its error, not only when
+    the run ends: here another branch is still running when the page is read."""
+    import threading
+    import time
+
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "fail-live",
+            "steps": [
+                {"id": "check", "run": "echo 'Q4 growth is stale' >&2; exit 3"},
+                {
+                    "id": "slow",
+                    "branch": "docs",
+                    "run": "for i in $(seq 600); do test -f go && exit 0; sleep 0.1; done; exit 9",
+                },
+            ],
+        },
+    )
+    done: dict[str, Any] = {}
+    runner = threading.Thread(target=lambda: done.update(r=flow_outcome(plan)))
+    runner.start()
+    try:
+        seen = ""
+        deadline = time.monotonic() + 50
+        while time.monotonic() < deadline and "Q4 growth is stale" not in seen:
+            time.sleep(0.5)
+            if not (tmp_path / ".waymark" / "ledger.db").exists():
+                continue
+            key = plan_copy_of("fail-live", default_ledger_url(tmp_path), tmp_path).key()
+            versions = artifact_versions(key)
+            seen = _markdown(versions[-1]) if versions else ""
+        assert not (tmp_path / "go").exists() and runner.is_alive()  # the run is still going
+        assert "Q4 growth is stale" in seen, seen
+    finally:
+        (tmp_path / "go").write_text("go")
+        runner.join(120)
+    outcome, summary = done["r"]
+    assert outcome == "failed" and summary.failed_steps == ["check"]
+    assert "slow" in summary.executed_steps
