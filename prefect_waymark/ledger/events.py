@@ -31,6 +31,7 @@ __all__ = [
     "PlanRenamedData",
     "ProgressEvent",
     "ReanchorData",
+    "ReviewAnnouncedData",
     "ReviewWaitingData",
     "RunFinishedData",
     "RunStartedData",
@@ -71,6 +72,7 @@ class EventKind(_ValueEnum):
     drift = "drift"
     # Reviews and aborts.
     review_waiting = "review_waiting"
+    review_announced = "review_announced"
     plan_aborted = "plan_aborted"
     plan_abort_lifted = "plan_abort_lifted"
     # A plan id changed: its history and receipts were carried over (`waymark rename-plan`).
@@ -313,6 +315,12 @@ class ReviewWaitingData(TypedDict):
     timeout_seconds: float
 
 
+class ReviewAnnouncedData(TypedDict):
+    """The needs-review event went out for these stops: step -> seq of its needs_review event."""
+
+    stops: dict[str, int]
+
+
 class PlanAbortedData(_Reason):
     by: str
     reviewing: list[str]
@@ -354,6 +362,7 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.accepted_versions: AcceptedVersionsData,
     EventKind.drift: DriftData,
     EventKind.review_waiting: ReviewWaitingData,
+    EventKind.review_announced: ReviewAnnouncedData,
     EventKind.plan_aborted: PlanAbortedData,
     EventKind.plan_abort_lifted: PlanAbortLiftedData,
     EventKind.plan_renamed: PlanRenamedData,

@@ -280,9 +280,21 @@ class ReviewGate:
 
     # -- announcements ---------------------------------------------------------------------
     def announce(self, steps: list[dict[str, Any]]) -> None:
-        """Emit ``waymark.plan.needs-review`` for the steps not announced yet in this run."""
+        """Emit ``waymark.plan.needs-review`` once per stop: for the steps not announced yet by
+        this run nor, for the same stop, by an earlier run (a scheduled run of a plan waiting
+        for a person does not notify again every day); the ledger records each announcement."""
         fresh = [s for s in steps if str(s["step"]) not in self._announced]
         if not fresh or not _in_flow_run():
+            return
+        stops = self._stop_seqs()
+        done = {
+            seq
+            for ev in self.ledger.events(self.plan.plan_id, kinds=[EventKind.review_announced])
+            for seq in (ev.data.get("stops") or {}).values()
+        }
+        self._announced.update(str(s["step"]) for s in fresh)
+        fresh = [s for s in fresh if stops.get(str(s["step"])) not in done]
+        if not fresh:
             return
         from .signal import emit_needs_review
 
@@ -290,7 +302,21 @@ class ReviewGate:
             emit_needs_review(self.plan.plan_id, self.run_id, fresh)
         except Exception as exc:  # noqa: BLE001 - a lost notification must not stop the run
             self.log.warning("could not emit the needs-review event: %s", exc)
-        self._announced.update(str(s["step"]) for s in fresh)
+            return
+        self.ledger.record(
+            self.plan.plan_id,
+            EventKind.review_announced,
+            run_id=self.run_id,
+            stops={str(s["step"]): stops[str(s["step"])] for s in fresh if str(s["step"]) in stops},
+        )
+
+    def _stop_seqs(self) -> dict[str, int]:
+        """Each step's latest needs_review event (its seq identifies the stop)."""
+        found: dict[str, int] = {}
+        for ev in self.ledger.events(self.plan.plan_id, kinds=[EventKind.step_needs_review]):
+            if ev.step_id is not None and ev.seq is not None:
+                found[ev.step_id] = ev.seq
+        return found
 
     def announce_open(self, needs_review: list[dict[str, Any]]) -> None:
         """Announce the stops waiting in the plan's view that this run has not announced yet
