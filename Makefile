@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench screenshots clean
 
 venv: $(VENV)/.installed
 
@@ -23,6 +23,9 @@ lint: venv
 
 test: lint
 	$(BIN)/pytest -q
+
+screenshots: venv  # the README's Prefect UI screenshots, from the browser test
+	WAYMARK_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest -q -m ui tests/ui
 
 bench: venv
 	$(BIN)/python bench/bench_ledger.py

@@ -22,6 +22,7 @@ from prefect.deployments.runner import EntrypointType, RunnerDeployment
 
 from prefect_waymark import load_plan
 from prefect_waymark.flows import run_plan
+from prefect_waymark.run.prefect_ui import run_tags
 
 
 def build_deployment(
@@ -36,7 +37,8 @@ def build_deployment(
         concurrency_limit=1,
         # Load the flow by module path: run_plan lives in a package (relative imports).
         entrypoint_type=EntrypointType.MODULE_PATH,
-        tags=["waymark", f"plan:{plan.plan_id}"],
+        # Its runs carry these tags and name themselves `<plan id> · <executor> · <time>`.
+        tags=run_tags(plan.plan_id),
         description=f"Advance plan {plan.plan_id!r} ({plan.title}) by up to {max_steps} steps.",
     )
 

@@ -11,7 +11,7 @@ from ..run import exit_codes
 from ..run.identity import default_executor
 from ..run.summary import RunSummary, summary_from_state
 
-__all__ = ["configure_prefect", "default_executor", "run_from_cli"]
+__all__ = ["configure_prefect", "default_executor", "print_ui_links", "run_from_cli"]
 
 
 def configure_prefect() -> str:
@@ -68,6 +68,8 @@ def run_from_cli(
     executor = executor or default_executor()
     since = datetime.now(timezone.utc)
     try:
+        # The flow run names and tags itself (run/prefect_ui.py): `prefect.tags(...)` here would
+        # tag every step's task run too, and Prefect spends a concurrency call per tagged task.
         state = run_plan(
             plan=str(plan_path),
             workdir=str(workdir),
@@ -105,7 +107,21 @@ def run_from_cli(
     else:
         summary = found
     print(summary.text())
+    print_ui_links(summary.flow_run_id, summary.plan_id)
     return summary.exit_code
+
+
+def print_ui_links(flow_run_id: str | None, plan_id: str) -> None:
+    """Where to look in the Prefect UI: this flow run, and the plan page (the artifact
+    ``waymark-<plan id>``, updated by every run)."""
+    from ..run.prefect_ui import ui_links
+
+    try:
+        links = ui_links(flow_run_id, plan_id)
+    except Exception:  # noqa: BLE001 - a link is never worth the run's exit code
+        return
+    for label, url in links.items():
+        print(f"  {label}: {url}")
 
 
 def _recorded_summary(
@@ -119,7 +135,8 @@ def _recorded_summary(
 
     try:
         spec = load_plan(plan_path)
-        with open_ledger(resolve_ledger_url(ledger_url, workdir), create=False) as led:
+        url = resolve_ledger_url(ledger_url, workdir, pin=spec.ledger, pin_source=spec.source)
+        with open_ledger(url, create=False) as led:
             last = led.last_event(spec.plan_id, [EventKind.run_finished])
     except Exception:  # noqa: BLE001 - no ledger, no record: the caller says the run failed
         return None

@@ -28,10 +28,11 @@ from ..guards.receipts import ReceiptConsistencyGuard
 from ..ledger import Ledger, open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
 from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.plan_rename import check_not_renamed
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers, write_run_markers
-from ..markers.artifacts import ProgressArtifact
+from ..markers.artifacts import run_observers
 from ..models import utcnow
 from ..plan.loader import load_plan, validate_plan_data
 from ..plan.spec import PlanSpec
@@ -39,6 +40,7 @@ from ..review.gate import ReviewGate
 from ..run.identity import default_executor
 from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
+from ..run.prefect_ui import final_state, run_name
 from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, default_result_storage
 from ..run.resume import prepare_resume
@@ -81,7 +83,7 @@ def _next_reason(result: RunResult, loop_stop: str | None, max_steps: int | None
     return ""
 
 
-@flow(name="waymark-run-plan", log_prints=True, validate_parameters=False)
+@flow(name="waymark-run-plan", flow_run_name=run_name, log_prints=True, validate_parameters=False)
 def run_plan(
     plan: str | dict[str, Any] | PlanSpec,
     workdir: str | None = None,
@@ -101,8 +103,8 @@ def run_plan(
     Args:
         plan: a plan file path, a plan document, or a validated ``PlanSpec``.
         workdir: working folder (default: the plan file's folder).
-        ledger_url: SQLAlchemy URL of the ledger (default: ``$WAYMARK_LEDGER_URL``, else
-            ``sqlite:///<workdir>/.waymark/ledger.db``).
+        ledger_url: SQLAlchemy URL of the ledger (default: the plan's pinned ``ledger:``, else
+            ``$WAYMARK_LEDGER_URL``, else ``sqlite:///<workdir>/.waymark/ledger.db``).
         max_steps: run at most this many steps, then stop (result ``stopped``).
         until: stop once this step and what it needs are done.
         executor: who runs this (default ``user@host``).
@@ -120,7 +122,7 @@ def run_plan(
         checked: the caller has already checked ``until`` and the marker files (``waymark
             run`` does, before Prefect starts); the flow does not check them again.
 
-    Returns the run summary as a dict; raises :class:`PlanRunFailed` if a step failed.
+    Returns the summary dict, raises :class:`PlanRunFailed` if a step failed (states: prefect_ui).
     """
     install_log_filters()
     logger = get_run_logger()
@@ -130,7 +132,8 @@ def run_plan(
         check_until(spec, until)
     if review_wait_seconds is None:
         review_wait_seconds = float(os.environ.get(REVIEW_WAIT_ENV) or 0)
-    url = resolve_ledger_url(ledger_url, wd)  # malformed, in-memory: LedgerUrlError
+    # A bad URL, an unreachable or contradicted pinned ledger: LedgerUrlError, nothing recorded.
+    url = resolve_ledger_url(ledger_url, wd, pin=spec.ledger, pin_source=spec.source)
     folder = markers_folder(spec, wd, markers_dir)
     if not checked:  # every folder the run writes, before anything is created or recorded
         preflight_paths(ledger_url=url, results=results_folder(result_storage, wd), markers=folder)
@@ -138,8 +141,9 @@ def run_plan(
     fr_id = flow_run.get_id()
     ledger = open_ledger(url)
     try:
-        if not checked:
-            preflight_markers(spec, ledger, folder)  # refuse before anything is recorded
+        if not checked:  # refuse before anything is recorded
+            check_not_renamed(ledger, spec.plan_id, spec.source)
+            preflight_markers(spec, ledger, folder)
         history = marker_history(ledger, spec.plan_id)
         states = ledger.step_states(spec.plan_id)
         run = _Run(
@@ -180,12 +184,11 @@ def run_plan(
             _record_crash(run, exc)
             raise
         run.finish(summary, states, view)
+        end = final_state(summary, view, ledger)  # Stopped, NeedsReview, Aborted, Failed, ...
     finally:
         ledger.close()
     logger.info("%s", summary.text())
-    if summary.failed_steps or summary.result == "failed":  # Failed even beside a review stop
-        raise PlanRunFailed(summary)
-    return summary.model_dump()
+    return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
 
 @dataclass(frozen=True)
@@ -327,7 +330,7 @@ def _run_steps(
         ]
     )
     gate.on_answer.append(reanchor.reload_accepted)
-    observers: list[RunObserver] = [ProgressArtifact()] if run.publish_artifacts else []
+    observers: list[RunObserver] = run_observers(gate, run.workdir) if run.publish_artifacts else []
     runtime = StepRuntime(
         spec,
         run.workdir,

@@ -27,7 +27,13 @@ import httpx
 
 from ..errors import WaymarkError
 
-__all__ = ["ServerInfo", "ensure_local_server", "find_local_server", "stop_local_server"]
+__all__ = [
+    "ServerInfo",
+    "ensure_local_server",
+    "find_local_server",
+    "stop_local_server",
+    "ui_api_url",
+]
 
 STARTUP_TIMEOUT = float(os.environ.get("WAYMARK_SERVER_STARTUP_TIMEOUT", "300"))
 
@@ -93,6 +99,31 @@ def _prefect_cmd() -> list[str]:
     return [found]
 
 
+def _server_env(home: Path, port: int, api_url: str) -> dict[str, str]:
+    """The server's environment. ``--port`` alone moves only the API: the UI would keep calling
+    Prefect's default port 4200 ("Can't connect to Server API at http://127.0.0.1:4200/api", or
+    another server's data if one runs there). The UI's API URL is derived from
+    ``PREFECT_API_URL`` if set (here: from the user's profile, say Prefect Cloud), else from
+    ``PREFECT_SERVER_API_HOST``/``PORT``: set all three explicitly to this server."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    env["PREFECT_HOME"] = str(home)
+    env["PREFECT_SERVER_API_HOST"] = "127.0.0.1"
+    env["PREFECT_SERVER_API_PORT"] = str(port)
+    env["PREFECT_UI_API_URL"] = api_url
+    return env
+
+
+def ui_api_url(info: ServerInfo, timeout: float = 5.0) -> str | None:
+    """The API URL the server's UI calls (its ``/ui-settings``), or None if it does not say."""
+    try:
+        resp = httpx.get(f"{info.ui_url}/ui-settings", timeout=timeout)
+        found = resp.json().get("api_url") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
 def ensure_local_server(
     *, echo: bool = False, timeout: float = STARTUP_TIMEOUT, port: int | None = None
 ) -> ServerInfo:
@@ -105,9 +136,7 @@ def ensure_local_server(
         port = port or _free_port()
         api_url = f"http://127.0.0.1:{port}/api"
         log_path = home / "waymark-server.log"
-        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-        env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        env["PREFECT_HOME"] = str(home)
+        env = _server_env(home, port, api_url)
         if echo:
             print(
                 f"starting a local Prefect server on {api_url} (log: {log_path})", file=sys.stderr

@@ -1,0 +1,206 @@
+"""How a run shows in the Prefect UI: its flow run's name, tags and final state, and the links
+``waymark run`` prints.
+
+A flow run of ``run_plan`` is named ``<plan_id> · <executor> · <local date and time>`` and tagged
+``waymark`` and ``plan:<plan_id>`` however it was started (``waymark run``, a deployment, a Python
+call). Its final state says the plan's outcome:
+
+=================  =====================================  ====================================
+summary result     Prefect state (type, name)             why this type
+=================  =====================================  ====================================
+completed          COMPLETED ``Completed``                the plan is done
+stopped            COMPLETED ``Stopped``                  a budget, ``--until`` or a busy branch
+                                                          ended the run; the next run goes on
+needs_review       COMPLETED ``NeedsReview``              the run stopped safely for a person
+aborted plan       COMPLETED ``Aborted``                  a person aborted the plan
+failed             FAILED ``Failed``                      a step failed (or the run broke)
+interrupted        CRASHED ``Crashed``                    Prefect's own: SIGINT / SIGTERM
+=================  =====================================  ====================================
+
+Why not FAILED, CANCELLED or PAUSED for a review stop or an abort: PAUSED is not final (the run
+would look resumable while no process waits); FAILED and CANCELLED make ``run_plan(...)`` raise
+instead of returning the summary and count a safe stop as an error. The state *name* carries the
+outcome instead: the UI shows it on the badge, its "State names" filter lists it, and each final
+state emits the event ``prefect.flow-run.<name>`` that an automation can match
+(``prefect.flow-run.NeedsReview``, ``prefect.flow-run.Aborted``). The state message is the plan's
+one line (``failed at check-figures · 3/6 done · next: check-figures``), as the artifact
+descriptions say it (:func:`~prefect_waymark.markers.plan_line.plan_line`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+    from ..ledger import Ledger
+    from ..ledger.progress_view import PlanView
+    from .summary import RunResult, RunSummary
+
+__all__ = [
+    "STATE_NAMES",
+    "final_state",
+    "format_run_name",
+    "run_name",
+    "run_tags",
+    "state_name",
+    "ui_links",
+]
+
+#: The final state's name for each outcome (``aborted``: the plan is aborted in the ledger).
+STATE_NAMES: dict[str, str] = {
+    "completed": "Completed",
+    "stopped": "Stopped",
+    "needs_review": "NeedsReview",
+    "aborted": "Aborted",
+    "failed": "Failed",
+}
+
+
+def run_tags(plan_id: str) -> list[str]:
+    """The tags of every flow run of a plan (and of its deployment)."""
+    return ["waymark", f"plan:{plan_id}"]
+
+
+def format_run_name(plan_id: str, executor: str, when: datetime | None = None) -> str:
+    """``research-report · agent-1 · 2026-12-01 09:30:05`` (local time)."""
+    moment = (when or datetime.now()).astimezone()
+    return f"{plan_id} · {executor} · {moment:%Y-%m-%d %H:%M:%S}"
+
+
+def state_name(result: RunResult, *, aborted: bool = False) -> str:
+    """The final state's name of a run that ended with ``result`` (an interrupted run raises:
+    Prefect ends it Crashed)."""
+    if aborted and result in ("needs_review", "stopped"):
+        return STATE_NAMES["aborted"]
+    return STATE_NAMES[result]
+
+
+def _plan_id(plan: Any) -> str:
+    from ..plan.spec import PlanSpec
+
+    if isinstance(plan, PlanSpec):
+        return plan.plan_id
+    if isinstance(plan, dict):
+        return str(plan.get("plan_id") or "plan")
+    try:
+        from ..plan.loader import load_plan
+
+        return load_plan(str(plan)).plan_id  # parsed once: the flow takes the cached PlanSpec
+    except Exception:  # noqa: BLE001 - a bad plan fails in the flow, with its own message
+        return Path(str(plan)).stem or "plan"
+
+
+def run_name() -> str:
+    """``run_plan``'s ``flow_run_name``: Prefect calls it when every flow run starts, with the
+    run's parameters in :mod:`prefect.runtime`. A run started without the plan's tags (a plain
+    Python call) gets them here; ``waymark run`` and deployments set them when they create it."""
+    from prefect.context import FlowRunContext
+    from prefect.runtime import flow_run
+
+    from .identity import default_executor
+
+    params = flow_run.parameters
+    plan_id = _plan_id(params.get("plan"))
+    ctx = FlowRunContext.get()
+    if ctx is not None and ctx.flow_run is not None:
+        tags = list(ctx.flow_run.tags or [])
+        missing = [t for t in run_tags(plan_id) if t not in tags]
+        if missing:
+            try:
+                ctx.client.update_flow_run(ctx.flow_run.id, tags=tags + missing)
+                ctx.flow_run.tags = tags + missing
+            except Exception:  # noqa: BLE001 - a tag is never worth failing the run
+                pass
+    return format_run_name(plan_id, str(params.get("executor") or default_executor()))
+
+
+def final_state(summary: RunSummary, view: PlanView, ledger: Ledger) -> State[Any]:
+    """The flow run's final state for this summary (see the module's table); it carries the
+    summary (a :class:`~prefect_waymark.errors.PlanRunFailed` when a step failed), so
+    ``run_plan(...)`` still returns the summary dict or raises ``PlanRunFailed``. Its message is
+    the plan's line, as the artifact descriptions say it."""
+    from prefect.states import Completed, Failed
+
+    from ..errors import PlanRunFailed
+    from ..markers.plan_line import plan_line
+    from ..review.decisions import abort_event
+
+    aborted = summary.result in ("needs_review", "stopped") and (
+        abort_event(ledger, summary.plan_id) is not None
+    )
+    line = plan_line(
+        view, result=summary.result, executed=len(summary.executed_steps), aborted=aborted
+    )
+    if summary.failed_steps or summary.result == "failed":  # Failed even beside a review stop
+        return Failed(message=line, data=PlanRunFailed(summary))
+    name = state_name(summary.result, aborted=aborted)
+    return Completed(name=name, message=line, data=summary.model_dump())
+
+
+def _ui_base(ui_url: str) -> str:
+    """The UI's base for links: Prefect 3.9's server serves its default UI ("v2") under
+    ``/v2`` (its ``/ui-settings`` says so); Prefect's own log links use the v1 paths at the root,
+    which Prefect Cloud uses too."""
+    import httpx
+
+    try:
+        resp = httpx.get(f"{ui_url}/ui-settings", timeout=3.0)
+        settings = json.loads(resp.text) if resp.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError):
+        settings = {}
+    if isinstance(settings, dict) and settings.get("default_ui") == "v2":
+        prefix = str(settings.get("v2_base_url") or "/v2")
+        return ui_url.rstrip("/") + "/" + prefix.strip("/")
+    return ui_url.rstrip("/")
+
+
+def _plan_page(flow_run_id: str, plan_id: str) -> tuple[str, str] | None:
+    """This run's version of the plan page: (artifact id, key). Its key is
+    ``waymark-<plan>-<copy id>`` (markers/plan_copy.py); the run artifacts add a suffix."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+
+    from ..markers.marker_record import artifact_key
+
+    prefix = artifact_key(plan_id, "")
+    page = re.compile(re.escape(prefix) + "[0-9a-f]{8}")
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(flow_run_id)]),
+                key=ArtifactFilterKey(like_=prefix),
+            )
+        )
+    for artifact in found:
+        if artifact.key and page.fullmatch(artifact.key):
+            return str(artifact.id), artifact.key
+    return None
+
+
+def ui_links(flow_run_id: str | None, plan_id: str, ui_url: str | None = None) -> dict[str, str]:
+    """The flow run's page and the plan page (this run's version, and the key's history) in the
+    Prefect UI; empty when Prefect knows no UI. The key's page lists the versions only."""
+    if ui_url is None:
+        from prefect.settings import PREFECT_UI_URL
+
+        ui_url = PREFECT_UI_URL.value()
+    if not ui_url or not flow_run_id:
+        return {}
+    base = _ui_base(ui_url)
+    links = {"flow run": f"{base}/runs/flow-run/{flow_run_id}"}
+    page = _plan_page(flow_run_id, plan_id)
+    if page is not None:
+        links["plan page"] = f"{base}/artifacts/artifact/{page[0]}"
+        links["plan page history"] = f"{base}/artifacts/key/{page[1]}"
+    return links

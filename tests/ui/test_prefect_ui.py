@@ -1,0 +1,134 @@
+"""The Prefect UI, opened in a real browser as a new user would, tells where a plan stands.
+
+One session server (``prefect_server``), the example plan (examples/research_report: its
+check-figures step fails once on purpose) run by the real ``waymark`` command three times — a
+failed run, a run stopped by ``--max-steps``, a resume that completes it — and the pages those
+runs print links to, rendered by Debian's Chromium (``/usr/bin/chromium``, driven by Playwright;
+never ``playwright install``: no browser download works here). Screenshots go to
+``$WAYMARK_SCREENSHOTS_DIR`` (``make screenshots`` writes the README's, under docs/screenshots/),
+else to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._support.helpers import run_cli
+
+pytestmark = [pytest.mark.ui, pytest.mark.prefect]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 120_000  # a busy 2-core machine renders the UI slowly
+
+
+def _links(stdout: str) -> dict[str, str]:
+    return dict(re.findall(r"^  (flow run|plan page|plan page history): (\S+)$", stdout, re.M))
+
+
+def _waymark(work: Path, *args: str, expect: int) -> dict[str, str]:
+    proc = run_cli(*args, "plan.yaml", cwd=work, timeout=600)
+    assert proc.returncode == expect, (proc.stdout[-3000:], proc.stderr[-3000:])
+    links = _links(proc.stdout)
+    assert {"flow run", "plan page"} <= set(links), proc.stdout[-2000:]
+    return links
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing (.ci/run installs Debian's chromium)")
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+            tab.set_default_timeout(TIMEOUT_MS)
+            yield tab
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("WAYMARK_SCREENSHOTS_DIR") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _run_card(page: Any, name_start: str) -> Any:
+    """The runs list's card of the flow run whose name starts with ``name_start``."""
+    link = page.get_by_role("link", name=re.compile("^" + re.escape(name_start)))
+    return page.locator('[data-slot="card"]').filter(has=link)
+
+
+def _state_badge(scope: Any, name: str) -> Any:
+    return scope.locator('[data-slot="badge"]').filter(has_text=re.compile(f"^{name}$"))
+
+
+def test_the_ui_shows_where_the_plan_stands(
+    prefect_server: str, tmp_path: Path, page: Any, shots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    work = tmp_path / "research-report"
+    src = ROOT / "examples" / "research_report"
+    shutil.copytree(src, work, ignore=shutil.ignore_patterns("run_demo.py", "__pycache__"))
+    ui = prefect_server.removesuffix("/api")
+
+    # 1. A failed run: check-figures fails once on purpose.
+    failed = _waymark(work, "run", "--executor", "ui-agent-1", expect=1)
+    assert failed["flow run"].startswith(f"{ui}/v2/runs/flow-run/")
+
+    page.goto(failed["flow run"] + "?tab=TaskRuns")  # task runs named after the steps
+    expect(_state_badge(page, "Failed").first).to_be_visible()
+    for step in ("collect-sources", "collect-market", "analyse", "check-figures"):
+        expect(page.get_by_text(step, exact=True).first).to_be_visible()
+    page.screenshot(path=str(shots / "flow-run.png"))
+
+    # 2. A run stopped by its budget does not read "Completed".
+    stopped = _waymark(work, "run", "--executor", "ui-agent-2", "--max-steps", "1", expect=3)
+    page.goto(stopped["flow run"])
+    expect(_state_badge(page, "Stopped").first).to_be_visible()
+    expect(page.get_by_text("research-report · ui-agent-2 · ").first).to_be_visible()
+    badges = page.locator('[data-slot="badge"]').all_inner_texts()
+    assert "Completed" not in badges, badges
+
+    # 3. The resume completes the plan.
+    done = _waymark(work, "resume", "--executor", "ui-agent-3", expect=0)
+
+    # The runs list shows the runs by plan name, each in its state.
+    page.goto(f"{ui}/v2/runs")
+    for executor, state in (("ui-agent-1", "Failed"), ("ui-agent-2", "Stopped")):
+        card = _run_card(page, f"research-report · {executor} · ")
+        expect(card).to_have_count(1)
+        expect(_state_badge(card, state)).to_be_visible()
+    finished = _run_card(page, "research-report · ui-agent-3 · ")
+    expect(_state_badge(finished, "Completed")).to_be_visible()
+    expect(finished.get_by_text("plan:research-report")).to_be_visible()
+    page.screenshot(path=str(shots / "runs-list.png"))
+
+    # The blocks catalog lists both waymark blocks.
+    page.goto(f"{ui}/v2/blocks/catalog")
+    for block in ("Waymark Goal Contract", "Waymark State Refs"):
+        expect(page.get_by_text(block, exact=True)).to_be_visible()
+
+    # The plan page as the failed run left it: the failing step's error line and the next start.
+    page.goto(failed["plan page"])
+    expect(page.get_by_text("figure check failed: Q4 growth is stale").first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Next start: check-figures")).first).to_be_visible()
+    page.screenshot(path=str(shots / "plan-page.png"))
+    # ... and as the resume left it: complete.
+    page.goto(done["plan page"])
+    expect(page.get_by_text(re.compile(r"complete · 6/6 done")).first).to_be_visible()
