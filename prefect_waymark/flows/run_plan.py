@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +24,19 @@ from ..guards.completed import CompletedStepsGuard
 from ..guards.outputs import OutputsGuard
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
-from ..ledger import Ledger, open_ledger, resolve_ledger_url
+from ..ledger import open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
-from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.events import EventKind
 from ..ledger.plan_rename import check_not_renamed
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
-from ..markers import marker_history, markers_folder, preflight_markers, write_run_markers
+from ..markers import marker_history, markers_folder, preflight_markers
 from ..markers.artifacts import run_observers
 from ..models import utcnow
 from ..plan.loader import load_plan, validate_plan_data
 from ..plan.spec import PlanSpec
 from ..review.gate import ReviewGate
-from ..run.identity import default_executor
+from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
 from ..run.prefect_ui import final_state, run_name
@@ -45,8 +44,10 @@ from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
+from ..run.schedule_lifecycle import pause_finished_schedules
 from ..run.summary import RunResult, RunSummary
 from .plan_loop import PlanLoop
+from .run_record import RunRecord, record_crash
 
 __all__ = ["REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
 
@@ -146,14 +147,14 @@ def run_plan(
             preflight_markers(spec, ledger, folder)
         history = marker_history(ledger, spec.plan_id)
         states = ledger.step_states(spec.plan_id)
-        run = _Run(
+        run = RunRecord(
             spec=spec,
             ledger=ledger,
             logger=logger,
             workdir=wd,
             run_id=str(fr_id) if fr_id else uuid.uuid4().hex,
             flow_run_id=str(fr_id) if fr_id else None,
-            executor=executor or default_executor(),
+            executor=executor or flow_executor(),
             started_at=utcnow().isoformat(),
             started_from=history[-1]["next_start"]["step"]
             if history
@@ -181,124 +182,19 @@ def run_plan(
                 run, storage, states, max_steps, until, lease_seconds, review_wait_seconds
             )
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
-            _record_crash(run, exc)
+            record_crash(run, exc)
             raise
         run.finish(summary, states, view)
         end = final_state(summary, view, ledger)  # Stopped, NeedsReview, Aborted, Failed, ...
+        pause_finished_schedules(summary.result, ledger, spec.plan_id, logger)  # deployments
     finally:
         ledger.close()
     logger.info("%s", summary.text())
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
 
-@dataclass(frozen=True)
-class _Run:
-    """Who runs the plan, where and since when: what every summary of this run repeats."""
-
-    spec: PlanSpec
-    ledger: Ledger
-    logger: Any
-    workdir: Path
-    run_id: str
-    flow_run_id: str | None
-    executor: str
-    started_at: str
-    started_from: str | None
-    markers_folder: Path
-    publish_artifacts: bool
-
-    def summary(self, result: RunResult, **fields: Any) -> RunSummary:
-        return RunSummary(
-            plan_id=self.spec.plan_id,
-            run_id=self.run_id,
-            flow_run_id=self.flow_run_id,
-            executor=self.executor,
-            workdir=str(self.workdir),
-            started_at=self.started_at,
-            finished_at=utcnow().isoformat(),
-            result=result,
-            **{"started_from": self.started_from, **fields},
-        )
-
-    def finish(
-        self,
-        summary: RunSummary,
-        states: dict[str, StepState] | None = None,
-        view: PlanView | None = None,
-    ) -> None:
-        """The run's last records: the run_finished event, then its marker (from the states the
-        run read at its end and their view, if it has them)."""
-        data = summary.model_dump()
-        self.ledger.append(
-            ProgressEvent(
-                plan_id=self.spec.plan_id,
-                kind=EventKind.run_finished,
-                run_id=self.run_id,
-                data=data,
-            )
-        )
-        write_run_markers(
-            self.spec,
-            self.ledger,
-            data,
-            self.markers_folder,
-            self.logger,
-            artifacts=self.publish_artifacts,
-            states=states,
-            view=view,
-        )
-
-
-def _record_crash(run: _Run, exc: BaseException) -> None:
-    """A run stopped by an unexpected error (result ``failed``) or by SIGINT / SIGTERM (result
-    ``interrupted``; the step that was running is already recorded interrupted) still leaves a
-    run_finished event and a marker. A second Ctrl-C meanwhile ends it at once: each record is
-    one transaction and the marker file is replaced atomically, so nothing is left half-written.
-    """
-    interrupted = _is_interruption(exc)
-    try:
-        states = run.ledger.step_states(run.spec.plan_id)
-        view = build_view(run.spec, states)
-        done = [
-            e.step_id
-            for e in run.ledger.events(run.spec.plan_id, kinds=[EventKind.step_completed])
-            if e.run_id == run.run_id and e.step_id
-        ]
-        if interrupted:
-            why = f"the run was interrupted ({_signal_name(exc)}); the next run continues here"
-        else:
-            why = f"the run stopped on an error: {type(exc).__name__}: {exc}"
-        run.finish(
-            run.summary(
-                "interrupted" if interrupted else "failed",
-                executed_steps=done,
-                needs_review=view.needs_review,
-                next_start=view.needs_review[0]["step"] if view.needs_review else view.next_step,
-                next_start_reason=why,
-            ),
-            states,
-            view,
-        )
-    except Exception as inner:  # noqa: BLE001 - never hide the original error
-        run.logger.error("could not record the stopped run's marker: %s", inner)
-
-
-def _is_interruption(exc: BaseException) -> bool:
-    from prefect.exceptions import TerminationSignal
-
-    return isinstance(exc, (KeyboardInterrupt, TerminationSignal))
-
-
-def _signal_name(exc: BaseException) -> str:
-    from prefect.exceptions import TerminationSignal
-
-    if isinstance(exc, TerminationSignal):
-        return "SIGTERM" if exc.signal == 15 else f"signal {exc.signal}"
-    return "SIGINT"
-
-
 def _run_steps(
-    run: _Run,
+    run: RunRecord,
     storage: StorageSpec,
     states: dict[str, StepState],
     max_steps: int | None,

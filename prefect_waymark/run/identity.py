@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import os
 import socket
 
 
@@ -13,3 +14,20 @@ def default_executor() -> str:
     except Exception:  # noqa: BLE001 - no user name in some containers
         user = "unknown"
     return f"{user}@{socket.gethostname()}"
+
+
+def worker_name() -> str | None:
+    """The Prefect worker that started this process's flow run, if one did (workers set
+    ``PREFECT__WORKER_NAME`` in the environment of the runs they start)."""
+    return os.environ.get("PREFECT__WORKER_NAME") or None
+
+
+def flow_executor() -> str:
+    """The executor of a flow run given none: ``<worker>/<flow-run-name>`` in a run a worker
+    started (two workers on one host are told apart), else ``user@host``."""
+    worker = worker_name()
+    if worker is None:
+        return default_executor()
+    from prefect.runtime import flow_run
+
+    return f"{worker}/{flow_run.get_name() or flow_run.get_id() or '?'}"

@@ -104,7 +104,7 @@ def run_name() -> str:
     from prefect.context import FlowRunContext
     from prefect.runtime import flow_run
 
-    from .identity import default_executor
+    from .identity import default_executor, worker_name
 
     params = flow_run.parameters
     plan_id = _plan_id(params.get("plan"))
@@ -118,7 +118,8 @@ def run_name() -> str:
                 ctx.flow_run.tags = tags + missing
             except Exception:  # noqa: BLE001 - a tag is never worth failing the run
                 pass
-    return format_run_name(plan_id, str(params.get("executor") or default_executor()))
+    who = params.get("executor") or worker_name() or default_executor()
+    return format_run_name(plan_id, str(who))
 
 
 def final_state(summary: RunSummary, view: PlanView, ledger: Ledger) -> State[Any]:

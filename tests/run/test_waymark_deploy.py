@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -128,9 +130,11 @@ def test_a_deployed_plan_advances_on_a_real_worker(prefect_server: str, tmp_path
     assert sched.schedule.cron == "0 9 * * 1-5" and sched.schedule.timezone == "Europe/Berlin"
 
     # Deploying again updates the one deployment (no second one, the pool is not re-created).
-    again = run_cli("deploy", str(plan), "--pool", pool, "--max-steps", "1")
+    again = run_cli("deploy", str(plan), "--pool", pool, "--max-steps", "1", "--interval", "3600")
     assert again.returncode == 0 and "created work pool" not in again.stdout
-    assert _deployment(plan_id).id == dep.id and _deployment(plan_id).schedules == []
+    updated = _deployment(plan_id)
+    assert updated.id == dep.id and len(updated.schedules) == 1
+    assert updated.schedules[0].schedule.interval.total_seconds() == 3600
 
     log = tmp_path / "worker.log"
     first = _trigger_and_work(dep.id, pool, log)
@@ -142,6 +146,27 @@ def test_a_deployed_plan_advances_on_a_real_worker(prefect_server: str, tmp_path
     history = json.loads((tmp_path / "EXECUTION_MARKER.json").read_text())["execution_history"]
     assert [h["executed_steps"] for h in history] == [["collect"], ["publish"]]
     assert {h["flow_run_id"] for h in history} == {str(first.id), str(second.id)}
+    # The executor names the worker and the flow run, not root@host.
+    for entry, run in zip(history, (first, second), strict=True):
+        worker, _, name = entry["executor"].partition("/")
+        assert worker.startswith("ProcessWorker") and name == run.name, entry["executor"]
+    assert first.name.startswith(f"{plan_id} · ProcessWorker")
+
+    # The plan is complete: its run paused the schedule (no more no-op runs) and said how to
+    # schedule it again; the command it names works.
+    (sched,) = _deployment(plan_id).schedules
+    assert sched.active is False
+    text = log.read_text()
+    assert f"plan {plan_id} is complete: paused 1 schedule(s)" in text, text[-3000:]
+    hint = re.search(
+        r"to schedule it again: (prefect deployment schedule resume '[^']+' \S+)", text
+    )
+    assert hint is not None, text[-3000:]
+    resumed = subprocess.run(
+        [PREFECT, *shlex.split(hint.group(1))[1:]], capture_output=True, text=True, timeout=120
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _deployment(plan_id).schedules[0].active is True
 
 
 def test_waymark_serve_serves_the_deployment_until_stopped(

@@ -1,0 +1,125 @@
+"""One run of a plan on record: who runs it, where and since when, and how its end is recorded
+(the ``run_finished`` event, then its marker), also when an error, Ctrl-C or SIGTERM ends it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..ledger import Ledger
+from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.progress_view import PlanView, build_view
+from ..ledger.step_state import StepState
+from ..markers import write_run_markers
+from ..models import utcnow
+from ..plan.spec import PlanSpec
+from ..run.summary import RunResult, RunSummary
+
+__all__ = ["RunRecord", "record_crash"]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Who runs the plan, where and since when: what every summary of this run repeats."""
+
+    spec: PlanSpec
+    ledger: Ledger
+    logger: Any
+    workdir: Path
+    run_id: str
+    flow_run_id: str | None
+    executor: str
+    started_at: str
+    started_from: str | None
+    markers_folder: Path
+    publish_artifacts: bool
+
+    def summary(self, result: RunResult, **fields: Any) -> RunSummary:
+        return RunSummary(
+            plan_id=self.spec.plan_id,
+            run_id=self.run_id,
+            flow_run_id=self.flow_run_id,
+            executor=self.executor,
+            workdir=str(self.workdir),
+            started_at=self.started_at,
+            finished_at=utcnow().isoformat(),
+            result=result,
+            **{"started_from": self.started_from, **fields},
+        )
+
+    def finish(
+        self,
+        summary: RunSummary,
+        states: dict[str, StepState] | None = None,
+        view: PlanView | None = None,
+    ) -> None:
+        """The run's last records: the run_finished event, then its marker (from the states the
+        run read at its end and their view, if it has them)."""
+        data = summary.model_dump()
+        self.ledger.append(
+            ProgressEvent(
+                plan_id=self.spec.plan_id,
+                kind=EventKind.run_finished,
+                run_id=self.run_id,
+                data=data,
+            )
+        )
+        write_run_markers(
+            self.spec,
+            self.ledger,
+            data,
+            self.markers_folder,
+            self.logger,
+            artifacts=self.publish_artifacts,
+            states=states,
+            view=view,
+        )
+
+
+def record_crash(run: RunRecord, exc: BaseException) -> None:
+    """A run stopped by an unexpected error (result ``failed``) or by SIGINT / SIGTERM (result
+    ``interrupted``; the step that was running is already recorded interrupted) still leaves a
+    run_finished event and a marker. A second Ctrl-C meanwhile ends it at once: each record is
+    one transaction and the marker file is replaced atomically, so nothing is left half-written.
+    """
+    interrupted = _is_interruption(exc)
+    try:
+        states = run.ledger.step_states(run.spec.plan_id)
+        view = build_view(run.spec, states)
+        done = [
+            e.step_id
+            for e in run.ledger.events(run.spec.plan_id, kinds=[EventKind.step_completed])
+            if e.run_id == run.run_id and e.step_id
+        ]
+        if interrupted:
+            why = f"the run was interrupted ({_signal_name(exc)}); the next run continues here"
+        else:
+            why = f"the run stopped on an error: {type(exc).__name__}: {exc}"
+        run.finish(
+            run.summary(
+                "interrupted" if interrupted else "failed",
+                executed_steps=done,
+                needs_review=view.needs_review,
+                next_start=view.needs_review[0]["step"] if view.needs_review else view.next_step,
+                next_start_reason=why,
+            ),
+            states,
+            view,
+        )
+    except Exception as inner:  # noqa: BLE001 - never hide the original error
+        run.logger.error("could not record the stopped run's marker: %s", inner)
+
+
+def _is_interruption(exc: BaseException) -> bool:
+    from prefect.exceptions import TerminationSignal
+
+    return isinstance(exc, (KeyboardInterrupt, TerminationSignal))
+
+
+def _signal_name(exc: BaseException) -> str:
+    from prefect.exceptions import TerminationSignal
+
+    if isinstance(exc, TerminationSignal):
+        return "SIGTERM" if exc.signal == 15 else f"signal {exc.signal}"
+    return "SIGINT"
