@@ -101,7 +101,11 @@ def preflight_paths_or_exit(
 
 
 def preflight_run_or_exit(
-    spec: PlanSpec, wd: Path, ledger: str | None, markers_dir: Path | None
+    spec: PlanSpec,
+    wd: Path,
+    ledger: str | None,
+    markers_dir: Path | None,
+    results: str | None = None,
 ) -> None:
     """Refuse (exit 2) before Prefect starts if the ledger URL is bad, a folder the run writes
     cannot be written, waymark's files would overwrite someone's, the workdir's marker names
@@ -111,7 +115,7 @@ def preflight_run_or_exit(
     from ..run.preflight import results_folder
 
     folder = markers_folder(spec, wd, markers_dir)
-    preflight_paths_or_exit(ledger, wd, results_folder(None, wd), folder, plan=spec)
+    preflight_paths_or_exit(ledger, wd, results_folder(results, wd), folder, plan=spec)
     check_refs_block_or_exit(spec)
     led = open_or_exit(ledger, wd, create=False, plan=spec)
     try:

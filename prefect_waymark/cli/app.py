@@ -28,6 +28,7 @@ from .options import (
     MaxStepsOpt,
     PlanArg,
     ReasonOpt,
+    ResultsOpt,
     UntilOpt,
     WorkdirOpt,
 )
@@ -132,6 +133,7 @@ def _run(
     until: str | None,
     executor: str | None,
     markers_dir: Path | None = None,
+    results: str | None = None,
 ) -> None:
     spec = load_or_exit(plan)
     if until is not None and until not in {s.id for s in spec.steps}:
@@ -139,7 +141,7 @@ def _run(
     if max_steps is not None and max_steps < 1:
         fail("--max-steps: expected a number >= 1")
     wd = workdir_for(spec, workdir)
-    preflight_run_or_exit(spec, wd, ledger, markers_dir)
+    preflight_run_or_exit(spec, wd, ledger, markers_dir, results)
     from .run_command import run_from_cli
 
     code = run_from_cli(
@@ -151,6 +153,7 @@ def _run(
         executor=executor,
         markers_dir=markers_dir,
         checked=True,
+        results=results,
     )
     raise typer.Exit(code)
 
@@ -164,13 +167,14 @@ def run(
     until: UntilOpt = None,
     executor: ExecutorOpt = None,
     markers_dir: MarkersDirOpt = None,
+    results: ResultsOpt = None,
 ) -> None:
     """Run a plan, or continue it where the last run stopped.
 
     Exit codes: 0 completed, 1 a step failed, 2 bad input, 3 stopped with steps remaining,
     4 stopped for review.
     """
-    _run(plan, workdir, ledger, max_steps, until, executor, markers_dir)
+    _run(plan, workdir, ledger, max_steps, until, executor, markers_dir, results)
 
 
 # `waymark resume` is the same command under the name people reach for the next day.

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ._common import fail, load_or_exit, workdir_for
-from .options import LedgerOpt, MaxStepsOpt, PlanArg, WorkdirOpt
+from .options import LedgerOpt, MaxStepsOpt, PlanArg, ResultsOpt, WorkdirOpt
 
 __all__ = ["deploy", "serve"]
 
@@ -25,13 +25,6 @@ TimezoneOpt = Annotated[
 ]
 NameOpt = Annotated[
     str | None, typer.Option("--name", help="Deployment name (default: the plan id).")
-]
-ResultsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--results",
-        help="Result storage: a saved file-system block's slug (e.g. local-file-system/team).",
-    ),
 ]
 
 

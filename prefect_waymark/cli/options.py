@@ -15,6 +15,7 @@ __all__ = [
     "MaxStepsOpt",
     "PlanArg",
     "ReasonOpt",
+    "ResultsOpt",
     "UntilOpt",
     "WorkdirOpt",
 ]
@@ -50,4 +51,13 @@ UntilOpt = Annotated[
 ]
 ExecutorOpt = Annotated[
     str | None, typer.Option("--executor", help="Who runs this (default: user@host).")
+]
+ResultsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--results",
+        help="Result storage shared by every runner: an absolute folder path or a saved "
+        "file-system block's slug (e.g. "
+        "local-file-system/team-results); step results and declared outputs are kept there.",
+    ),
 ]

@@ -51,6 +51,7 @@ def run_from_cli(
     executor: str | None,
     markers_dir: Path | None = None,
     checked: bool = False,
+    results: str | None = None,
 ) -> int:
     """Run the plan in a flow run and map its end to an exit code. ``checked``: the caller has
     checked ``until`` and the marker files already (``waymark run`` does, before Prefect starts);
@@ -63,6 +64,9 @@ def run_from_cli(
         print(f"waymark: {exc}", file=sys.stderr)
         return exit_codes.STEP_FAILED
     print(f"waymark: running {plan_path} on {where}", file=sys.stderr)
+    if results is not None and (problem := _storage_problem(results)) is not None:
+        print(f"waymark: --results {results}: {problem}; nothing ran", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     from ..flows.run_plan import run_plan
 
     executor = executor or default_executor()
@@ -79,6 +83,7 @@ def run_from_cli(
             executor=executor,
             markers_dir=str(markers_dir) if markers_dir is not None else None,
             checked=checked,
+            result_storage=results,
             return_state=True,
         )
     except Exception as exc:  # noqa: BLE001 - e.g. the Prefect API went away mid-run
@@ -122,6 +127,17 @@ def print_ui_links(flow_run_id: str | None, plan_id: str) -> None:
         return
     for label, url in links.items():
         print(f"  {label}: {url}")
+
+
+def _storage_problem(slug: str) -> str | None:
+    """Why ``slug`` cannot hold results (no such block, not a writable file system), if so."""
+    from ..run.results import ResultAccess
+
+    try:
+        ResultAccess(slug)
+    except (ValueError, TypeError) as exc:
+        return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return None
 
 
 def _recorded_summary(

@@ -15,7 +15,7 @@ from prefect.client.schemas.objects import State
 
 from ..errors import LedgerError, NeedsReview
 from ..guards.base import Guards, Verdict
-from ..guards.output_hashes import hash_outputs
+from ..guards.output_hashes import ABSENT, hash_outputs
 from ..ledger.events import EventKind
 from ..review.gate import GateOutcome, ReviewGate
 from ..run.observers import RunObserver
@@ -159,6 +159,7 @@ class StepRecords:
             else:
                 value = returned[2]
             tail = value.get("stdout") if isinstance(value, dict) and spec.run else None
+            hashed = hash_outputs(self.rt.workdir, spec.outputs)
             if not self._record_end(
                 sid,
                 EventKind.step_completed,
@@ -166,10 +167,11 @@ class StepRecords:
                 result_key=self.result_keys[sid],
                 cached=cached,
                 output_tail=tail,
-                outputs=hash_outputs(self.rt.workdir, spec.outputs),
+                outputs=hashed,
                 **common,
             ):
                 return
+            self._keep_outputs(sid, hashed)
             self.values[sid] = value
             self.status[sid] = "completed"
             self.guards.after_step(self.rt.context, spec, value)
@@ -198,6 +200,19 @@ class StepRecords:
         out.failed.append(sid)
         for observer in self.observers:
             observer.step_failed(self.rt.context, spec, error)
+
+    def _keep_outputs(self, sid: str, hashed: dict[str, str]) -> None:
+        """Put the step's declared outputs beside the results (given storage only), under the
+        hashes just recorded; a failure is logged: the output is then restored from nowhere
+        and a later run in another folder stops for review, never runs the step blindly."""
+        store = self.results.outputs
+        hashes = {p: h for p, h in hashed.items() if h != ABSENT}
+        if store is None or not hashes:
+            return
+        try:
+            store.put(self.rt.workdir, hashes)
+        except Exception as exc:  # noqa: BLE001 - the step is complete; its copy is a convenience
+            self.log.warning("step %s: outputs not kept in the result storage: %s", sid, exc)
 
     def _record_end(self, sid: str, kind: EventKind, **data: Any) -> bool:
         """Record how a step of this run ended; False if this run no longer holds the step.

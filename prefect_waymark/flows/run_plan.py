@@ -41,7 +41,7 @@ from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
 from ..run.prefect_ui import final_state, run_name
 from ..run.preflight import preflight_paths, results_folder
-from ..run.results import ResultAccess, StorageSpec, default_result_storage
+from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
 from ..run.schedule_lifecycle import pause_finished_schedules
@@ -108,9 +108,11 @@ def run_plan(
             ``$WAYMARK_LEDGER_URL``, else ``sqlite:///<workdir>/.waymark/ledger.db``).
         max_steps: run at most this many steps, then stop (result ``stopped``).
         until: stop once this step and what it needs are done.
-        executor: who runs this (default ``user@host``).
-        result_storage: a saved Prefect file-system block, its slug, or a path (default
-            ``<workdir>/.waymark/results``).
+        executor: who runs this (default ``<worker>/<flow run>`` in a worker's run, else
+            ``user@host``).
+        result_storage: a saved Prefect file-system block, its slug, or a folder (default
+            ``<workdir>/.waymark/results``); given, it keeps the declared outputs too, and a
+            workdir that lacks one restores it from there (run/output_store.py).
         lease_seconds: how long a step's in_progress hold lives without renewal.
         markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md and
             IMPLEMENTATION_LOG.md go (default: the workdir, i.e. beside the plan file unless
@@ -138,7 +140,7 @@ def run_plan(
     folder = markers_folder(spec, wd, markers_dir)
     if not checked:  # every folder the run writes, before anything is created or recorded
         preflight_paths(ledger_url=url, results=results_folder(result_storage, wd), markers=folder)
-    storage = result_storage or default_result_storage(wd)
+    storage = as_storage(result_storage) if result_storage else default_result_storage(wd)
     fr_id = flow_run.get_id()
     ledger = open_ledger(url)
     try:
@@ -161,6 +163,7 @@ def run_plan(
             else build_view(spec, states).next_step,
             markers_folder=folder,
             publish_artifacts=publish_artifacts,
+            keeps_outputs=result_storage is not None,
         )
         ledger.record(
             spec.plan_id,
@@ -205,7 +208,8 @@ def _run_steps(
     """Run the steps; return the summary and the step states read at the end, with their view.
     ``states`` are those read at run start (read again only if dead runs' steps were taken)."""
     spec, ledger, logger = run.spec, run.ledger, run.logger
-    results = ResultAccess(storage)
+    # Given storage (not the workdir default) keeps the declared outputs too.
+    results = ResultAccess(storage, keep_outputs=run.keeps_outputs)
     report = prepare_resume(ledger, spec, run.run_id)
     for sid in report.interrupted:
         logger.warning("step %s was left in_progress by a dead run: running it again", sid)
@@ -222,7 +226,7 @@ def _run_steps(
             gate.abort_check(),  # an aborted plan stops here: nothing after it re-anchors
             reanchor,
             ReceiptConsistencyGuard(),
-            OutputsGuard(),
+            OutputsGuard(results.outputs),
         ]
     )
     gate.on_answer.append(reanchor.reload_accepted)

@@ -34,6 +34,8 @@ class RunRecord:
     started_from: str | None
     markers_folder: Path
     publish_artifacts: bool
+    #: Result storage was given: declared outputs are kept there too (run/output_store.py).
+    keeps_outputs: bool = False
 
     def summary(self, result: RunResult, **fields: Any) -> RunSummary:
         return RunSummary(

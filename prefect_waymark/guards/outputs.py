@@ -3,14 +3,29 @@ would overwrite the edit. Outputs the plan declares in ``mutable_outputs`` may c
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ._anchor import run_logger
 from .base import GuardBase, GuardContext, Verdict
-from .output_hashes import hash_outputs
+from .output_hashes import ABSENT, hash_outputs
+
+if TYPE_CHECKING:
+    from ..run.output_store import OutputStore
 
 __all__ = ["OutputsGuard"]
 
 
 class OutputsGuard(GuardBase):
-    """Compares each completed step's declared outputs with the hashes recorded at completion."""
+    """Compares each completed step's declared outputs with the hashes recorded at completion.
+
+    With an :class:`~prefect_waymark.run.output_store.OutputStore` (result storage was given),
+    an output that is *missing* here is restored from it first (hash checked): a fresh clone or
+    another machine is not a person's edit."""
+
+    def __init__(self, store: OutputStore | None = None) -> None:
+        self.store = store
+        #: Paths restored at run start, for the log and the tests.
+        self.restored: list[str] = []
 
     def on_run_start(self, ctx: GuardContext) -> list[tuple[str, Verdict]]:
         verdicts: list[tuple[str, Verdict]] = []
@@ -22,6 +37,17 @@ class OutputsGuard(GuardBase):
             watched = [p for p in st.outputs if p not in step.mutable_outputs]
             current = hash_outputs(ctx.workdir, watched)
             changed = {p: h for p, h in current.items() if h != st.outputs[p]}
+            if self.store is not None:
+                for rel in [p for p, h in changed.items() if h == ABSENT]:
+                    if self.store.restore(ctx.workdir, rel, st.outputs[rel]):
+                        del changed[rel]
+                        self.restored.append(rel)
+                        run_logger().info(
+                            "output %s of step %s restored from the result storage (sha256 %s)",
+                            rel,
+                            step.id,
+                            st.outputs[rel][:12],
+                        )
             if changed:
                 names = ", ".join(sorted(changed))
                 verdicts.append(

@@ -17,6 +17,7 @@ __all__ = [
     "MarkerFileError",
     "atomic_write",
     "check_writable",
+    "file_mode",
     "is_generated",
 ]
 
@@ -53,7 +54,7 @@ def check_writable(paths: list[Path]) -> None:
         )
 
 
-def _file_mode() -> int:
+def file_mode() -> int:
     """0666 less the process's umask: the mode any other new file of this process gets. Read
     from /proc (Linux) so no thread ever sees the umask changed; elsewhere set and restored."""
     try:
@@ -76,7 +77,7 @@ def atomic_write(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fchmod(fh.fileno(), _file_mode())  # mkstemp's 0600 -> what open() would give
+            os.fchmod(fh.fileno(), file_mode())  # mkstemp's 0600 -> what open() would give
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -43,7 +43,8 @@ def results_folder(result_storage: object | None, workdir: Path) -> Path | None:
     if isinstance(result_storage, Path):
         return result_storage
     if isinstance(result_storage, str):
-        return None  # a saved block's slug
+        # An absolute path is a folder; anything else a saved block's slug.
+        return Path(result_storage) if result_storage.startswith("/") else None
     from prefect.filesystems import LocalFileSystem
 
     if isinstance(result_storage, LocalFileSystem) and result_storage.basepath:

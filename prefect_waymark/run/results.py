@@ -10,7 +10,9 @@ from prefect.blocks.core import Block
 from prefect.filesystems import LocalFileSystem, WritableFileSystem
 from prefect.results import ResultStore
 
-__all__ = ["ResultAccess", "StorageSpec", "default_result_storage"]
+from .output_store import OutputStore
+
+__all__ = ["ResultAccess", "StorageSpec", "as_storage", "default_result_storage"]
 
 
 StorageSpec = Union[Path, str, WritableFileSystem]  # noqa: UP007 - a runtime alias on 3.10
@@ -23,9 +25,17 @@ def default_result_storage(workdir: Path) -> Path:
     return path
 
 
+def as_storage(storage: StorageSpec) -> StorageSpec:
+    """A string that is an absolute path is that folder (a ``Path``, which Prefect reads as a
+    local file system); other strings stay block slugs."""
+    if isinstance(storage, str) and storage.startswith("/"):
+        return Path(storage)
+    return storage
+
+
 def _resolve(storage: StorageSpec) -> WritableFileSystem:
-    if isinstance(storage, Path):
-        return LocalFileSystem(basepath=str(storage))
+    if isinstance(storage, Path) or (isinstance(storage, str) and storage.startswith("/")):
+        return LocalFileSystem(basepath=str(storage))  # a folder (e.g. a shared mount)
     if isinstance(storage, str):
         block = Block.load(storage)
         if not isinstance(block, WritableFileSystem):
@@ -37,9 +47,11 @@ def _resolve(storage: StorageSpec) -> WritableFileSystem:
 class ResultAccess:
     """Reads persisted step results by key from any Prefect result storage."""
 
-    def __init__(self, storage: StorageSpec) -> None:
+    def __init__(self, storage: StorageSpec, *, keep_outputs: bool = False) -> None:
         self.spec = storage
         self.storage = _resolve(storage)
+        #: Declared outputs kept beside the results (given storage, not the workdir default).
+        self.outputs = OutputStore(self.storage) if keep_outputs else None
         self._store = ResultStore(result_storage=self.storage)
         self._local = (
             Path(self.storage.basepath)

@@ -1,0 +1,83 @@
+"""Declared outputs kept beside the persisted results, content-addressed, so a plan's state
+reaches beyond one folder.
+
+When a run is given result storage (``--results SLUG``, ``result_storage=`` — a shared
+``LocalFileSystem``, a ``RemoteFileSystem``, S3 through prefect-aws: any Prefect
+``WritableFileSystem``), each completed step's declared outputs are written there under their
+sha256 (``waymark-outputs/<aa>/<sha256>``), next to the results. A later run in a workdir that
+lacks one of them — a fresh ``git clone`` per run, another machine — restores it from there, the
+hash checked before the file is put in place, instead of stopping for review. An output that is
+present but different is still a person's edit: that stays a review stop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["OutputStore", "output_key"]
+
+
+def output_key(sha256: str) -> str:
+    """Where an output of this content lives in the storage."""
+    return f"waymark-outputs/{sha256[:2]}/{sha256}"
+
+
+def _call(fs: Any, name: str, *args: Any) -> Any:
+    """``fs.<name>(*args)`` from sync code: Prefect's file systems are async under the hood."""
+    from ..resolvers.resolve import run_sync
+
+    afn = getattr(fs, f"a{name}", None)
+    if afn is not None:
+        return run_sync(afn(*args))
+    result = getattr(fs, name)(*args)
+    return run_sync(result) if inspect.iscoroutine(result) else result
+
+
+class OutputStore:
+    """Puts and restores declared outputs in a Prefect ``WritableFileSystem``."""
+
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
+
+    def put(self, workdir: Path, outputs: dict[str, str]) -> list[str]:
+        """Store each output (relative path -> recorded sha256); return the paths stored. A
+        file that changed since it was hashed is not stored under the old hash."""
+        stored: list[str] = []
+        for rel, sha in sorted(outputs.items()):
+            try:
+                data = (workdir / rel).read_bytes()
+            except OSError:
+                continue
+            if hashlib.sha256(data).hexdigest() != sha:
+                continue
+            _call(self.storage, "write_path", output_key(sha), data)
+            stored.append(rel)
+        return stored
+
+    def restore(self, workdir: Path, rel: str, sha: str) -> bool:
+        """Write ``rel`` from storage if its content there hashes to ``sha``; True if done."""
+        try:
+            data = _call(self.storage, "read_path", output_key(sha))
+        except Exception:  # noqa: BLE001 - not stored (or unreachable): the caller stops for review
+            return False
+        if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha:
+            return False
+        from ..markers.generated_files import file_mode
+
+        target = workdir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                os.fchmod(fh.fileno(), file_mode())  # as the step's own file would be
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return True
