@@ -44,7 +44,7 @@ from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
-from ..run.schedule_lifecycle import pause_finished_schedules
+from ..run.schedule_lifecycle import after_deployment_run
 from ..run.summary import RunResult, RunSummary
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
@@ -189,7 +189,7 @@ def run_plan(
             raise
         run.finish(summary, states, view)
         end = final_state(summary, view, ledger)  # Stopped, NeedsReview, Aborted, Failed, ...
-        pause_finished_schedules(summary.result, ledger, spec.plan_id, logger)  # deployments
+        after_deployment_run(summary.result, end.message, ledger, spec.plan_id, logger)
     finally:
         ledger.close()
     logger.info("%s", summary.text())

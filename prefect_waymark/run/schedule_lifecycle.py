@@ -13,7 +13,10 @@ from typing import Any
 
 from ..ledger import Ledger
 
-__all__ = ["pause_finished_schedules"]
+__all__ = ["after_deployment_run", "pause_finished_schedules"]
+
+#: Where the deployment's description says where the plan stands (kept below the deploy text).
+STANDS = "\n\nWhere it stands: "
 
 
 def _finished(result: str, ledger: Ledger, plan_id: str) -> str | None:
@@ -25,6 +28,45 @@ def _finished(result: str, ledger: Ledger, plan_id: str) -> str | None:
     if result in ("needs_review", "stopped") and abort_event(ledger, plan_id) is not None:
         return "aborted"
     return None
+
+
+def after_deployment_run(
+    result: str,
+    line: str | None,
+    ledger: Ledger,
+    plan_id: str,
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+) -> None:
+    """At the end of a deployment's run: its description says where the plan stands and where
+    the next run starts (the deployment page shows it), and a finished plan's schedules are
+    paused. Outside a deployment's run: nothing."""
+    from prefect.runtime import deployment
+
+    if deployment.get_id() is None:
+        return
+    if line:
+        try:
+            _describe(str(deployment.get_id()), line)
+        except Exception as exc:  # noqa: BLE001 - a description is never worth failing the run
+            logger.warning("could not update the deployment's description: %s", exc)
+    pause_finished_schedules(result, ledger, plan_id, logger)
+
+
+def _describe(deployment_id: str, line: str) -> None:
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import DeploymentUpdate
+    from prefect.runtime import flow_run
+
+    from ..models import utcnow
+
+    with get_client(sync_client=True) as client:
+        dep: Any = client.read_deployment(UUID(deployment_id))
+        base = (dep.description or "").split(STANDS, 1)[0]
+        when = utcnow().astimezone().strftime("%Y-%m-%d %H:%M")
+        text = f"{base}{STANDS}{line} (after run {flow_run.get_name() or '?'}, {when})"
+        client.update_deployment(dep.id, DeploymentUpdate(description=text))
 
 
 def pause_finished_schedules(

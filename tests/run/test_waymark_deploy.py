@@ -140,9 +140,15 @@ def test_a_deployed_plan_advances_on_a_real_worker(prefect_server: str, tmp_path
     first = _trigger_and_work(dep.id, pool, log)
     assert first.state.name == "Stopped", (first.state, log.read_text()[-3000:])
     assert [runs_of(tmp_path / f"{s}.count") for s in ("collect", "publish")] == [1, 0]
+    # The deployment page says where the plan stands and where the next run starts.
+    described = _deployment(plan_id).description
+    assert described.startswith(f"Advance plan {plan_id!r}"), described
+    assert "Where it stands: stopped after 1 step · 1/2 done · next: publish" in described
     second = _trigger_and_work(dep.id, pool, log)
     assert second.state.name == "Completed", (second.state, log.read_text()[-3000:])
     assert [runs_of(tmp_path / f"{s}.count") for s in ("collect", "publish")] == [1, 1]
+    described = _deployment(plan_id).description
+    assert described.count("Where it stands:") == 1 and "2/2 done" in described, described
     history = json.loads((tmp_path / "EXECUTION_MARKER.json").read_text())["execution_history"]
     assert [h["executed_steps"] for h in history] == [["collect"], ["publish"]]
     assert {h["flow_run_id"] for h in history} == {str(first.id), str(second.id)}
