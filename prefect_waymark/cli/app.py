@@ -20,6 +20,7 @@ from ._common import (
     workdir_for,
 )
 from .deploy_command import deploy, serve
+from .init_command import init
 from .options import (
     ByOpt,
     ExecutorOpt,
@@ -181,6 +182,7 @@ def run(
 app.command(name="resume", help="Same as `run`: continue the plan where the last run stopped.")(run)
 app.command()(rerun)
 app.command(name="rename-plan")(rename_plan)
+app.command()(init)
 app.command()(deploy)
 app.command()(serve)
 

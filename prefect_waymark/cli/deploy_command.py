@@ -3,6 +3,7 @@ from this process)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,18 @@ TimezoneOpt = Annotated[
 NameOpt = Annotated[
     str | None, typer.Option("--name", help="Deployment name (default: the plan id).")
 ]
+SourceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--source",
+        help="Git URL each run clones afresh (the repository PLAN is in; its root needs the "
+        "waymark_flow.py that `waymark init` writes).",
+    ),
+]
+BranchOpt = Annotated[
+    str | None,
+    typer.Option("--branch", help="Branch of --source to clone (default: the remote's default)."),
+]
 
 
 def _prepare(
@@ -39,6 +52,8 @@ def _prepare(
     timezone: str | None,
     name: str | None,
     results: str | None,
+    source: str | None = None,
+    branch: str | None = None,
 ) -> tuple[Any, str]:
     """Check everything a deployment takes (exit 2 on bad input); return it and its schedule's
     description."""
@@ -75,6 +90,7 @@ def _prepare(
             )
     if name is not None and not name.strip():
         fail("--name: expected a deployment name")
+    git = _git_source(plan, spec, source, branch, ledger, results, workdir)
     wd = workdir_for(spec, workdir) if workdir is not None else None
     schedule = DeploySchedule(cron=cron, rrule=rrule, interval=interval, timezone=timezone)
     try:
@@ -82,17 +98,123 @@ def _prepare(
     except ValueError as exc:
         first = str(exc).strip().splitlines()[0][:200]
         fail(f"schedule: {first}")
-    deployment = build_deployment(
-        spec,
-        plan.resolve(),
-        schedule=schedule,
-        name=name,
-        workdir=wd,
-        max_steps=max_steps,
-        ledger_url=ledger,
-        result_storage=results,
-    )
+    try:
+        deployment = build_deployment(
+            spec,
+            plan.resolve(),
+            schedule=schedule,
+            name=name,
+            workdir=wd,
+            max_steps=max_steps,
+            ledger_url=ledger,
+            result_storage=results,
+            source=git,
+        )
+    except Exception as exc:  # noqa: BLE001 - only a source is loaded here: say why, in one line
+        if git is None:
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        fail(
+            f"--source {source}: cannot load waymark_flow.py:run_plan from a clone of it "
+            f"({first}); is waymark_flow.py committed and pushed to that branch?"
+        )
     return deployment, schedule.describe()
+
+
+def _git_source(
+    plan: Path,
+    spec: Any,
+    url: str | None,
+    branch: str | None,
+    ledger: str | None,
+    results: str | None,
+    workdir: Path | None,
+) -> Any:
+    """The git source a ``--source`` deployment clones (``None`` without ``--source``); exit 2
+    unless the plan is in a git checkout with ``waymark_flow.py`` at its root and its ledger
+    lives outside the clone."""
+    from urllib.parse import urlparse
+
+    from ..flows.deployment import ENTRY_FILE, GitSource
+    from .init_command import git_root
+
+    if url is None:
+        if branch is not None:
+            fail("--branch goes with --source")
+        return None
+    if not url.strip():
+        fail("--source: expected a git URL")
+    parsed = urlparse(url)
+    if parsed.password or (parsed.scheme in ("http", "https") and parsed.username):
+        fail(
+            "--source: the URL holds credentials, which the deployment would show in its pull "
+            "step; give it without them (each worker's git finds its own: SSH keys, a "
+            "credential helper)"
+        )
+    if branch is not None and (not branch.strip() or branch.startswith("-")):
+        fail(f"--branch: {branch[:80]!r} is not a branch name")
+    if workdir is not None:
+        fail(
+            "--workdir does not go with --source: each run's workdir is the plan's folder in "
+            "its clone"
+        )
+    path = plan.resolve()
+    root = git_root(path.parent)
+    if root is None:
+        fail(
+            f"{plan}: not inside a git checkout; --source runs the plan from a clone of its "
+            "repository, so the plan file must be in one (its path there is the plan parameter)"
+        )
+    if not (root / ENTRY_FILE).is_file():
+        fail(
+            f"{root} has no {ENTRY_FILE} at its root: run `waymark init {root}`, commit and "
+            "push it (it is the entrypoint each run loads from the clone)"
+        )
+    if spec.ledger is None and ledger is None:
+        fail(
+            f"{plan}: --source starts each run in a fresh clone, so the ledger must live outside "
+            "it: pin it in the plan file (ledger: {url: sqlite:////ABSOLUTE/ledger.db} | {env: "
+            "VARIABLE} | {secret: BLOCK}) or give --ledger (an absolute SQLite path or a server "
+            "URL)"
+        )
+    if ledger is not None and ledger.lower().startswith("sqlite") and "://" in ledger:
+        if not ledger.split("://", 1)[1].startswith("//"):
+            fail(
+                "--ledger: a relative SQLite path would be a new ledger in each run's clone; "
+                "give an absolute one (sqlite:////ABSOLUTE/PATH/ledger.db) or a server URL"
+            )
+    rel = path.relative_to(root).as_posix()
+    if results is None:
+        warn(
+            "no --results: each run starts in a fresh clone, where completed steps' results "
+            "and declared outputs are missing, so the run after a step's stops for review; give "
+            "--results (a shared folder or a file-system block) to keep them"
+        )
+    _warn_uncommitted(root, [rel, ENTRY_FILE])
+    return GitSource(url=url, plan=rel, branch=branch)
+
+
+def warn(message: str) -> None:
+    print(f"waymark: warning: {message}", file=sys.stderr)
+
+
+def _warn_uncommitted(root: Path, paths: list[str]) -> None:
+    """Warn if ``paths`` (relative to ``root``) have changes not committed: runs see the
+    repository as pushed."""
+    import subprocess
+
+    proc = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--", *paths],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    changed = sorted({line[3:].strip() for line in proc.stdout.splitlines() if line.strip()})
+    if proc.returncode == 0 and changed:
+        warn(
+            f"not committed in {root}: {', '.join(changed)}; each run clones the repository as "
+            "pushed, so commit and push them first"
+        )
 
 
 def deploy(
@@ -107,14 +229,28 @@ def deploy(
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
     results: ResultsOpt = None,
+    source: SourceOpt = None,
+    branch: BranchOpt = None,
 ) -> None:
     """Create (or update) a work-pool deployment of the plan; print how to start a worker.
 
     Each run continues where the last stopped; one run at a time (later ones wait their turn).
-    A missing work pool is created as a process pool.
+    A missing work pool is created as a process pool. With --source each run clones the git
+    repository afresh and runs the plan from the clone.
     """
     deployment, when = _prepare(
-        plan, workdir, ledger, max_steps, cron, rrule, interval, timezone, name, results
+        plan,
+        workdir,
+        ledger,
+        max_steps,
+        cron,
+        rrule,
+        interval,
+        timezone,
+        name,
+        results,
+        source,
+        branch,
     )
     from .run_command import configure_prefect
 
@@ -129,7 +265,13 @@ def deploy(
         print(f"created work pool {pool!r} (type process)")
     print(f"deployed {full} ({deployment_id}) to work pool {pool!r} on {where}")
     print(f"  schedule: {when}; one run at a time, later runs wait their turn")
-    print(f"  start a worker (on any machine that has the plan at {plan.resolve()}):")
+    if source is not None:
+        rel = deployment.parameters["plan"]
+        print(f"  each run clones {source}" + (f" (branch {branch})" if branch else ""))
+        print(f"  and runs {rel} from the clone")
+        print("  start a worker (on any machine with waymark installed that can clone it):")
+    else:
+        print(f"  start a worker (on any machine that has the plan at {plan.resolve()}):")
     print(f"    prefect worker start --pool {pool}")
     print(f"  run it now: prefect deployment run '{full}'")
 
