@@ -17,7 +17,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..errors import LedgerError
-from ._tables import EventRow, HoldRow, ReceiptRow, StepRow
+from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow
 from .base import LedgerReader
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .schema import event_from_row, event_values, kind_names
@@ -26,13 +26,32 @@ from .step_state import StepState, apply_event
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-__all__ = ["PlanRenames", "check_not_renamed", "renamed_to"]
+__all__ = ["PlanRenames", "check_not_renamed", "refuse_if_renamed", "renamed_to"]
 
 _ev = EventRow.__table__  # type: ignore[attr-defined]
 _steps = StepRow.__table__  # type: ignore[attr-defined]
 _holds = HoldRow.__table__  # type: ignore[attr-defined]
 _rc = ReceiptRow.__table__  # type: ignore[attr-defined]
+_meta = MetaRow.__table__  # type: ignore[attr-defined]
 _COPIED = ("step_id", "branch", "kind", "run_id", "at", "data")
+
+
+def _renamed_key(plan_id: str) -> str:
+    """The ``waymark_meta`` row that says a plan id was renamed away (a primary-key lookup,
+    cheap enough for every step start and action claim)."""
+    return f"renamed:{plan_id}"[:64]
+
+
+def refuse_if_renamed(conn: Connection, plan_id: str) -> None:
+    """Inside a write transaction: raise :class:`LedgerError` if ``plan_id`` was renamed away
+    (a run that started under the old id must not start a step or claim an action after the
+    rename: the next run under the new id would not see them, and could act again)."""
+    row = conn.execute(select(_meta.c.value).where(_meta.c.key == _renamed_key(plan_id))).first()
+    if row is not None:
+        raise LedgerError(
+            f"plan {plan_id!r} was renamed to {row.value!r} while this run went on; it stops "
+            f"here: run the plan file with `plan_id: {row.value}`"
+        )
 
 
 def renamed_to(last: ProgressEvent | None) -> str | None:
@@ -71,8 +90,11 @@ class PlanRenames:
         if old == new:
             raise LedgerError(f"the plan is already called {new!r}: nothing to rename")
         with self._write() as conn:
-            if conn.dialect.name == "postgresql":  # appends to either id wait until we are done
-                conn.exec_driver_sql(f"LOCK TABLE {_steps.name} IN SHARE ROW EXCLUSIVE MODE")
+            if conn.dialect.name == "postgresql":
+                # Step starts (they take a hold first), action claims (they write receipts) and
+                # appends to either id wait until the rename commits, then see it and stop.
+                for table in (_holds.name, _rc.name, _steps.name):
+                    conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
             self._check_rename(conn, old, new)
             copied = self._copy_events(conn, old, new)
             steps = self._fold_copies(conn, new)
@@ -80,6 +102,7 @@ class PlanRenames:
                 conn.execute(update(_rc).where(_rc.c.plan_id == old).values(plan_id=new)).rowcount
             )
             counts = {"events": copied, "steps": steps, "receipts": receipts}
+            conn.execute(insert(_meta).values(key=_renamed_key(old), value=new[:256]))
             for plan_id, data in (
                 (new, {"from_plan": old, "by": by, **counts}),
                 (old, {"to_plan": new, "by": by, **counts}),

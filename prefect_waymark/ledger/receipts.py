@@ -33,6 +33,7 @@ from ..models import utcnow
 from ._tables import ReceiptRow
 from .base import this_host
 from .events import EventKind, ProgressEvent
+from .plan_rename import refuse_if_renamed
 from .receipt_records import (
     MAX_RESULT_CHARS,
     ActionClaim,
@@ -130,6 +131,7 @@ class SqlReceipts(ReceiptStore):
             pid=os.getpid(),
         )
         with self._write() as conn:
+            refuse_if_renamed(conn, plan_id)  # never claim under an id renamed meanwhile
             if self._insert_new(conn, rec):
                 self._event(conn, rec, EventKind.action_intent, branch, run_id, claims=1)
                 return ActionClaim(status="claimed", record=rec)

@@ -18,7 +18,7 @@ from ._tables import EventRow, HoldRow, MetaRow, StepRow, metadata
 from .base import Hold, Ledger, event_kind, this_host
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
-from .plan_rename import PlanRenames
+from .plan_rename import PlanRenames, refuse_if_renamed
 from .receipts import SqlReceipts
 from .schema import (
     EVENTS,
@@ -225,6 +225,7 @@ class SqlLedger(SqlReceipts, PlanRenames, Ledger):
                 raise LedgerError(f"a {ev.kind} event needs a step_id")
             if ev.kind == EventKind.step_started:
                 self._take_hold(conn, ev, lease_seconds)
+                refuse_if_renamed(conn, ev.plan_id)  # after the hold: a rename's lock ordered us
             row = conn.execute(_STEP_STATE, key).first()
             if row is None:
                 claim = _CLAIM_STEP.get(conn.dialect.name, _INSERT_STEP)
