@@ -50,6 +50,11 @@ class OutputsGuard(GuardBase):
                         )
             if changed:
                 names = ", ".join(sorted(changed))
+                missing = sorted(p for p, h in changed.items() if h == ABSENT)
+                if self.store is not None and missing:
+                    why = self.store.unreachable or "not there, or another content"
+                    names += f" (missing: {', '.join(missing)}; not restored from the result "
+                    names += f"storage: {why})"
                 verdicts.append(
                     (
                         step.id,

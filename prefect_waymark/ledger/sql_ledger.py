@@ -178,7 +178,10 @@ class SqlLedger(SqlReceipts, PlanRenames, Ledger):
         elif not inspect(self._engine).has_table(_meta.name):
             raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
         with self._engine.begin() as conn:
-            found = self._version(conn)
+            # Only an opener that may create (a run) locks the version row and migrates: one
+            # that reads or records a decision works with the schema as it is (schema 2 only
+            # added meta rows), so a read-only role or a standby can still read the ledger.
+            found = self._version(conn, lock=create)
             if found is None:
                 if not create:
                     raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
@@ -188,20 +191,20 @@ class SqlLedger(SqlReceipts, PlanRenames, Ledger):
                         conn.execute(claim, {"key": key, "value": value})
                     else:
                         conn.execute(insert(_meta).values(key=key, value=value))
-                found = self._version(conn)
+                found = self._version(conn, lock=True)
                 assert found is not None
             check_schema_version(found, self._safe_url())
-            if found < SCHEMA_VERSION:
+            if found < SCHEMA_VERSION and create:
                 migrate(conn, found, self._safe_url())  # LedgerError: rolled back, unchanged
             row = conn.execute(select(_meta.c.value).where(_meta.c.key == LEDGER_ID_KEY)).first()
             self.ledger_id = str(row.value) if row is not None else None
 
     @staticmethod
-    def _version(conn: Connection) -> int | None:
-        """The stored schema version, its row locked until the transaction ends (PostgreSQL;
-        SQLite holds the write lock already): concurrent migrations queue here."""
+    def _version(conn: Connection, *, lock: bool) -> int | None:
+        """The stored schema version; with ``lock``, its row locked until the transaction ends
+        (PostgreSQL; SQLite holds the write lock already): concurrent migrations queue here."""
         q = select(_meta.c.value).where(_meta.c.key == SCHEMA_VERSION_KEY)
-        if conn.dialect.name == "postgresql":
+        if lock and conn.dialect.name == "postgresql":
             q = q.with_for_update()
         row = conn.execute(q).first()
         return None if row is None else int(row.value)

@@ -22,13 +22,15 @@ LEDGER_URL_FORMS = (
 )
 _PG_FORM = "postgresql+psycopg://user@host:5432/DBNAME"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
-_PASSWORD = re.compile(r"(://[^/@:]*):[^@/]*@")
+# As SQLAlchemy reads a URL: the user name stops at ':' or '/', the password at the last '@'
+# before the host (it may hold '/', '?', '#': SQLAlchemy takes them as part of it).
+_PASSWORD = re.compile(r"(://[^/@:]*):[^@]*@")
 _SHOWN_MAX = 200
 
 
 def has_password(url: str) -> bool:
     """True if ``url`` carries a password (``scheme://user:PASSWORD@host``)."""
-    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@]*:[^@/]*@", url) is not None
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@:]*:[^@]*@", url) is not None
 
 
 def shown_url(url: str) -> str:

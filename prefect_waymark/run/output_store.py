@@ -43,6 +43,8 @@ class OutputStore:
 
     def __init__(self, storage: Any) -> None:
         self.storage = storage
+        #: Set when reading the storage failed for another reason than a missing entry.
+        self.unreachable: str | None = None
 
     def put(self, workdir: Path, outputs: dict[str, str]) -> list[str]:
         """Store each output (relative path -> recorded sha256); return the paths stored. A
@@ -60,24 +62,46 @@ class OutputStore:
         return stored
 
     def restore(self, workdir: Path, rel: str, sha: str) -> bool:
-        """Write ``rel`` from storage if its content there hashes to ``sha``; True if done."""
+        """Write ``rel`` from storage if its content there hashes to ``sha``; True if done.
+
+        Never writes outside the workdir (a ``..`` path, an absolute one, a symlinked folder),
+        never raises for a file-system problem; after the storage failed once (unreachable),
+        later outputs of the run are not tried again: each is then a stop for review."""
+        if self.unreachable is not None:
+            return False
+        base = workdir.resolve()
+        target = workdir / rel
+        try:
+            resolved = target.parent.resolve() / target.name
+            resolved.relative_to(base)
+        except (OSError, ValueError):
+            return False  # outside the workdir: not restored, the run stops for review
         try:
             data = _call(self.storage, "read_path", output_key(sha))
-        except Exception:  # noqa: BLE001 - not stored (or unreachable): the caller stops for review
+        except (FileNotFoundError, KeyError, ValueError):
+            # Not stored (LocalFileSystem says "does not exist" with a ValueError): the step
+            # completed before storage was given.
+            return False
+        except Exception as exc:  # noqa: BLE001 - unreachable: say so once, try no more
+            self.unreachable = f"{type(exc).__name__}: {exc}"
             return False
         if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha:
             return False
         from ..markers.generated_files import file_mode
 
-        target = workdir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            resolved.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(
+                dir=resolved.parent, prefix=f".{resolved.name}.", suffix=".tmp"
+            )
+        except OSError:
+            return False
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 os.fchmod(fh.fileno(), file_mode())  # as the step's own file would be
-            os.replace(tmp, target)
-        except BaseException:
+            os.replace(tmp, resolved)
+        except OSError:
             Path(tmp).unlink(missing_ok=True)
-            raise
+            return False
         return True

@@ -40,16 +40,27 @@ def after_deployment_run(
     """At the end of a deployment's run: its description says where the plan stands and where
     the next run starts (the deployment page shows it), and a finished plan's schedules are
     paused. Outside a deployment's run: nothing."""
-    from prefect.runtime import deployment
-
-    if deployment.get_id() is None:
+    deployment_id = own_deployment_id()
+    if deployment_id is None:
         return
     if line:
         try:
-            _describe(str(deployment.get_id()), line)
+            _describe(deployment_id, line)
         except Exception as exc:  # noqa: BLE001 - a description is never worth failing the run
             logger.warning("could not update the deployment's description: %s", exc)
     pause_finished_schedules(result, ledger, plan_id, logger)
+
+
+def own_deployment_id() -> str | None:
+    """The deployment whose run *this* flow run is — not one inherited by a subflow: a
+    ``run_plan`` called inside a user's own deployed flow must not touch that deployment."""
+    from prefect.context import FlowRunContext
+
+    ctx = FlowRunContext.get()
+    fr = ctx.flow_run if ctx is not None else None
+    if fr is None or fr.deployment_id is None or fr.parent_task_run_id is not None:
+        return None
+    return str(fr.deployment_id)
 
 
 def _describe(deployment_id: str, line: str) -> None:
@@ -77,19 +88,18 @@ def pause_finished_schedules(
 ) -> str | None:
     """In a deployment's run of a plan now complete or aborted: pause the deployment's active
     schedules; return the line that says so (``None`` when there was nothing to pause)."""
-    from prefect.runtime import deployment
-
-    deployment_id = deployment.get_id()
-    why = _finished(result, ledger, plan_id) if deployment_id else None
-    if deployment_id is None or why is None:
+    deployment_id = own_deployment_id()
+    if deployment_id is None:
         return None
     try:
-        return _pause(str(deployment_id), plan_id, why, logger)
+        why = _finished(result, ledger, plan_id)
+        if why is None:
+            return None
+        return _pause(deployment_id, plan_id, why, logger)
     except Exception as exc:  # noqa: BLE001 - Prefect away: the plan's outcome stands
         logger.warning(
-            "plan %s is %s, but its deployment's schedules could not be paused: %s: %s",
+            "plan %s: its deployment's schedules could not be paused: %s: %s",
             plan_id,
-            why,
             type(exc).__name__,
             exc,
         )

@@ -62,7 +62,10 @@ def old_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def test_an_old_ledger_is_migrated_in_place_once(old_ledger: str) -> None:
     assert _meta(old_ledger) == {"schema_version": "1"}
     events_before = _count_events(old_ledger)
-    with open_ledger(old_ledger, create=False) as led:
+    with open_ledger(old_ledger, create=False) as reading:  # reads, records: never migrates
+        assert reading.ledger_id is None
+    assert _meta(old_ledger) == {"schema_version": "1"}
+    with open_ledger(old_ledger) as led:  # a run's open migrates
         first_id = led.ledger_id
     meta = _meta(old_ledger)
     assert meta["schema_version"] == str(SCHEMA_VERSION) == "2"
@@ -95,7 +98,7 @@ def test_a_migration_that_cannot_finish_changes_nothing(
     steps = (*migrations_module.MIGRATIONS, Migration(2, "a step that fails", boom))
     monkeypatch.setattr(migrations_module, "MIGRATIONS", steps)
     with pytest.raises(LedgerError) as err:
-        open_ledger(old_ledger, create=False)
+        open_ledger(old_ledger)
     message = str(err.value)
     assert "from schema version 1 to 2" in message and "disk on fire" in message
     assert "nothing was changed" in message
@@ -139,7 +142,7 @@ def test_concurrent_openers_migrate_a_postgres_ledger_once(
 
     def open_it() -> None:
         try:
-            with open_ledger(url, create=False) as led:
+            with open_ledger(url) as led:
                 ids.append(led.ledger_id)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
