@@ -177,6 +177,12 @@ def _git_source(
             "VARIABLE} | {secret: BLOCK}) or give --ledger (an absolute SQLite path or a server "
             "URL)"
         )
+    if ledger is None and not spec.ledger.required:
+        fail(
+            f"{plan}: the plan's ledger pin has `required: false`, so a run whose variable or "
+            "block is missing would fall back to a new ledger inside its clone and run every "
+            "step again; set `required: true` in the plan file's `ledger:` or give --ledger"
+        )
     if ledger is not None and ledger.lower().startswith("sqlite") and "://" in ledger:
         if not ledger.split("://", 1)[1].startswith("//"):
             fail(
@@ -255,6 +261,11 @@ def deploy(
     from .run_command import configure_prefect
 
     where = configure_prefect()
+    if results is not None:  # every scheduled run would crash on it: refuse it now
+        from .run_command import storage_problem
+
+        if (problem := storage_problem(results)) is not None:
+            fail(f"--results {results}: {problem}; nothing was deployed")
     created_pool = _ensure_pool(pool)
     try:
         deployment_id = deployment.apply(work_pool_name=pool)

@@ -64,7 +64,7 @@ def run_from_cli(
         print(f"waymark: {exc}", file=sys.stderr)
         return exit_codes.STEP_FAILED
     print(f"waymark: running {plan_path} on {where}", file=sys.stderr)
-    if results is not None and (problem := _storage_problem(results)) is not None:
+    if results is not None and (problem := storage_problem(results)) is not None:
         print(f"waymark: --results {results}: {problem}; nothing ran", file=sys.stderr)
         return exit_codes.BAD_INPUT
     from ..flows.run_plan import run_plan
@@ -129,7 +129,7 @@ def print_ui_links(flow_run_id: str | None, plan_id: str) -> None:
         print(f"  {label}: {url}")
 
 
-def _storage_problem(slug: str) -> str | None:
+def storage_problem(slug: str) -> str | None:
     """Why ``slug`` cannot hold results (no such block, not a writable file system), if so."""
     from ..run.results import ResultAccess
 

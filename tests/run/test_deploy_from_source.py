@@ -223,3 +223,21 @@ def test_init_never_overwrites_a_foreign_file(tmp_path: Path) -> None:
     assert target.read_text() == "print('mine')\n"
     missing = run_cli("init", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+def test_deploy_source_refuses_a_ledger_pin_that_may_fall_back(tmp_path: Path) -> None:
+    """`required: false` would let a run without the variable start afresh in its clone."""
+    doc = _plan("soft-pin", tmp_path, None)
+    doc["ledger"] = {"env": "TEAM_LEDGER_URL", "required": False}
+    repo = _checkout(tmp_path, doc, init=True)
+    proc = run_cli(
+        "deploy",
+        str(repo / "plans" / "plan.yaml"),
+        "--pool",
+        "nowhere",
+        "--source",
+        "file:///nowhere/x.git",
+        env=NOWHERE,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "required: false" in proc.stderr and "required: true" in proc.stderr

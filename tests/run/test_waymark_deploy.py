@@ -212,3 +212,13 @@ def test_waymark_serve_serves_the_deployment_until_stopped(
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(60)
     assert "serving waymark-run-plan/" in log.read_text()
+
+
+def test_a_results_block_that_does_not_exist_is_refused(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    plan = write_plan(tmp_path, counting_chain(f"dep-res-{uuid.uuid4().hex[:6]}", ["a"]))
+    proc = run_cli("deploy", str(plan), "--pool", "p", "--results", "local-file-system/nope-x1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--results local-file-system/nope-x1" in proc.stderr
+    assert "nothing was deployed" in proc.stderr and "Traceback" not in proc.stderr
