@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .flows.run_plan import run_plan
     from .tasks.step_context import StepContext
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ActionReceipt",
