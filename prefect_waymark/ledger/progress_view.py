@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from ..models import StepStatus
 from ..plan.spec import PlanSpec
@@ -46,8 +46,13 @@ class PlanView(BaseModel):
     complete: bool
     active_milestone: str | None = None
 
+    _by_id: dict[str, StepView] | None = PrivateAttr(default=None)
+
     def step(self, step_id: str) -> StepView:
-        return next(s for s in self.steps if s.id == step_id)
+        """The view of one step (a dict lookup: pages ask for every step of big plans)."""
+        if self._by_id is None or len(self._by_id) != len(self.steps):
+            self._by_id = {s.id: s for s in self.steps}
+        return self._by_id[step_id]
 
 
 def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:

@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 #: The version of this schema, stored in ``waymark_meta`` under :data:`SCHEMA_VERSION_KEY`.
-#: 1: prefect-waymark 0.1.0; 2 (0.2.0): a ledger identity (:mod:`.migrations` brings older ledgers up).
+#: 1: prefect-waymark 0.1.0; 2 (0.2.0): a ledger identity. :mod:`.migrations` brings older
+#: ledgers up.
 SCHEMA_VERSION = 2
 SCHEMA_VERSION_KEY = "schema_version"
 #: The ledger's identity, a UUID written when it is created (or migrated to version 2).

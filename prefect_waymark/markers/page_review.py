@@ -19,6 +19,9 @@ from .plan_copy import PlanCopy, flow_run_url, normal_ledger_url
 __all__ = ["review_section"]
 
 
+_LIST_MAX = 40
+
+
 def review_section(
     plan: PlanSpec,
     view: PlanView,
@@ -35,7 +38,9 @@ def review_section(
         return []
     out = ["", f"## Needs your answer ({len(items)})"]
     workdir_flag, ledger_flag = _cli_flags(plan, copy)
-    for item in items:
+    if len(items) > _LIST_MAX:  # a page stays readable (and cheap) on a huge plan
+        out += ["", f"The first {_LIST_MAX} of {len(items)}; `waymark status` lists all."]
+    for item in items[:_LIST_MAX]:
         sid = str(item["step"])
         details = {k: v for k, v in item.items() if k not in ("step", "reason")}
         spec = view.step(sid)

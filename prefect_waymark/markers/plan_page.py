@@ -209,12 +209,18 @@ def _next_start_text(
     return f"{code(nxt)} — {why}"
 
 
+#: At most this many steps in one list of the page (failed, needs review).
+PAGE_LIST_MAX = 40
+
+
 def _failed_section(page: PageInput) -> list[str]:
     failed = [s for s in page.view.steps if s.status == "failed"]
     if not failed:
         return []
     out = ["", f"## Failed ({len(failed)})"]
-    for s in failed:
+    if len(failed) > PAGE_LIST_MAX:  # a page stays readable (and cheap) on a huge plan
+        out += ["", f"The first {PAGE_LIST_MAX} of {len(failed)}; `waymark status` lists all."]
+    for s in failed[:PAGE_LIST_MAX]:
         st = page.states.get(s.id)
         attempts = f"{s.attempts} attempt{'s' if s.attempts != 1 else ''}"
         at = ago(st.last_at, page.now) if st and st.last_at else "?"

@@ -183,6 +183,7 @@ class PlanPage(RunObserver):
         self.publisher = PlanPagePublisher(gate.plan, gate.ledger, workdir, gate.run_id)
         self._sent_at = 0.0
         self._dirty = False
+        self._failure_shown = False
         gate.on_pause.append(self._now)
         gate.on_answer.append(self._now)
 
@@ -200,8 +201,13 @@ class PlanPage(RunObserver):
             self._now()
 
     def step_failed(self, ctx: GuardContext, step: StepSpec, error: str) -> None:
-        """A failure shows at once, with its error: the page a person opens first."""
-        self._now()
+        """The run's first failure shows at once, with its error (the page a person opens
+        first); later ones as completions do, at most every ``min_interval`` seconds."""
+        if not self._failure_shown:
+            self._failure_shown = True
+            self._now()
+        else:
+            self.step_completed(ctx, step)
 
     def run_ended(self, ctx: GuardContext) -> None:
         """Nothing: the run's markers publish the last version right after

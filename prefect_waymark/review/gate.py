@@ -103,7 +103,7 @@ class ReviewGate:
         if verdict.kind == "refuse":
             return self._refuse(step_id, spec.branch, verdict)
         try:
-            self.ledger.record(
+            stored = self.ledger.record(
                 self.plan.plan_id,
                 EventKind.step_needs_review,
                 step_id=step_id,
@@ -127,7 +127,8 @@ class ReviewGate:
                     "current": d.get("current"),
                     "at": d.get("at"),
                 }
-            ]
+            ],
+            new_stops={step_id: stored.seq} if stored.seq is not None else None,
         )
         if self.wait_seconds <= 0 or not _in_flow_run() or self.aborted is not None:
             return "needs_review"
@@ -279,21 +280,28 @@ class ReviewGate:
         self.log.info("review: action %s (key %s) recorded %s", rec.action, rec.key, outcome)
 
     # -- announcements ---------------------------------------------------------------------
-    def announce(self, steps: list[dict[str, Any]]) -> None:
+    def announce(
+        self, steps: list[dict[str, Any]], *, new_stops: dict[str, int] | None = None
+    ) -> None:
         """Emit ``waymark.plan.needs-review`` once per stop: for the steps not announced yet by
         this run nor, for the same stop, by an earlier run (a scheduled run of a plan waiting
         for a person does not notify again every day); the ledger records each announcement."""
         fresh = [s for s in steps if str(s["step"]) not in self._announced]
         if not fresh or not _in_flow_run():
             return
-        stops = self._stop_seqs()
-        done = {
-            seq
-            for ev in self.ledger.events(self.plan.plan_id, kinds=[EventKind.review_announced])
-            for seq in (ev.data.get("stops") or {}).values()
-        }
         self._announced.update(str(s["step"]) for s in fresh)
-        fresh = [s for s in fresh if stops.get(str(s["step"])) not in done]
+        stops = dict(new_stops or {})
+        older = [s for s in fresh if str(s["step"]) not in stops]
+        if older:  # stops left by earlier runs: announced already? (two reads, not per step)
+            stops.update({k: v for k, v in self._stop_seqs().items() if k not in stops})
+            done = {
+                seq
+                for ev in self.ledger.events(self.plan.plan_id, kinds=[EventKind.review_announced])
+                for seq in (ev.data.get("stops") or {}).values()
+            }
+            fresh = [s for s in fresh if str(s["step"]) in (new_stops or {})] + [
+                s for s in older if stops.get(str(s["step"])) not in done
+            ]
         if not fresh:
             return
         from .signal import emit_needs_review
