@@ -136,6 +136,7 @@ def _git_source(
     from urllib.parse import urlparse
 
     from ..flows.deployment import ENTRY_FILE, GitSource
+    from ..ledger.urls import is_relative_sqlite
     from .init_command import git_root
 
     if url is None:
@@ -183,12 +184,11 @@ def _git_source(
             "block is missing would fall back to a new ledger inside its clone and run every "
             "step again; set `required: true` in the plan file's `ledger:` or give --ledger"
         )
-    if ledger is not None and ledger.lower().startswith("sqlite") and "://" in ledger:
-        if not ledger.split("://", 1)[1].startswith("//"):
-            fail(
-                "--ledger: a relative SQLite path would be a new ledger in each run's clone; "
-                "give an absolute one (sqlite:////ABSOLUTE/PATH/ledger.db) or a server URL"
-            )
+    if ledger is not None and is_relative_sqlite(ledger):
+        fail(
+            "--ledger: a relative SQLite path would be a new ledger in each run's clone; "
+            "give an absolute one (sqlite:////ABSOLUTE/PATH/ledger.db) or a server URL"
+        )
     rel = path.relative_to(root).as_posix()
     if results is None:
         warn(

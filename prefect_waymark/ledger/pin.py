@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import LedgerUrlError, PinUnavailable
-from .urls import check_ledger_url, has_password, shown_url
+from .urls import check_ledger_url, has_password, is_relative_sqlite, shown_url
 
 __all__ = ["LedgerPin", "pinned_url"]
 
@@ -93,8 +93,7 @@ def _check_pinned_url(url: str) -> None:
             "url: has a password in it, which would be written to the plan file's history; "
             "pin the ledger with `env: VARIABLE` or `secret: BLOCK-NAME` instead"
         )
-    scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
-    if scheme == "sqlite" and not url.split("://", 1)[1].startswith("//"):
+    if is_relative_sqlite(url):
         raise ValueError(
             "url: a pinned SQLite ledger needs an absolute path (sqlite:////ABSOLUTE/PATH/"
             "ledger.db): a relative one would be another ledger in each folder a run starts from"

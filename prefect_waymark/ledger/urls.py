@@ -14,7 +14,13 @@ from urllib.parse import parse_qsl, unquote
 
 from ..errors import LedgerUrlError
 
-__all__ = ["LEDGER_URL_FORMS", "check_ledger_url", "has_password", "shown_url"]
+__all__ = [
+    "LEDGER_URL_FORMS",
+    "check_ledger_url",
+    "has_password",
+    "is_relative_sqlite",
+    "shown_url",
+]
 
 #: What a ledger URL looks like, for the error messages.
 LEDGER_URL_FORMS = (
@@ -31,6 +37,13 @@ _SHOWN_MAX = 200
 def has_password(url: str) -> bool:
     """True if ``url`` carries a password (``scheme://user:PASSWORD@host``)."""
     return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@:]*:[^@]*@", url) is not None
+
+
+def is_relative_sqlite(url: str) -> bool:
+    """True for a SQLite URL with a relative path (``sqlite:///ledger.db``): a different file
+    in each folder a run starts from."""
+    scheme, sep, rest = url.partition("://")
+    return bool(sep) and scheme.split("+", 1)[0].lower() == "sqlite" and not rest.startswith("//")
 
 
 def shown_url(url: str) -> str:

@@ -68,14 +68,15 @@ def file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str | bytes) -> None:
     """Write via a temp file in the same folder + fsync + rename: old content or new, never
-    partial, even if the process is killed mid-write."""
+    partial, even if the process is killed mid-write; the file gets the umask's mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fchmod(fh.fileno(), file_mode())  # mkstemp's 0600 -> what open() would give
             os.fsync(fh.fileno())

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -87,21 +85,10 @@ class OutputStore:
             return False
         if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha:
             return False
-        from ..markers.generated_files import file_mode
+        from ..markers.generated_files import atomic_write
 
         try:
-            resolved.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(
-                dir=resolved.parent, prefix=f".{resolved.name}.", suffix=".tmp"
-            )
+            atomic_write(resolved, data)
         except OSError:
-            return False
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                os.fchmod(fh.fileno(), file_mode())  # as the step's own file would be
-            os.replace(tmp, resolved)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
             return False
         return True
