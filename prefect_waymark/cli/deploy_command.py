@@ -35,6 +35,15 @@ SourceOpt = Annotated[
         "waymark_flow.py that `waymark init` writes).",
     ),
 ]
+ReviewWaitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--review-wait",
+        help="On a stop for review, a run suspends up to this many seconds for an answer (the "
+        "Prefect UI form, or `waymark review`, resumes it) and its worker is free meanwhile; "
+        "default: it stops at once.",
+    ),
+]
 BranchOpt = Annotated[
     str | None,
     typer.Option("--branch", help="Branch of --source to clone (default: the remote's default)."),
@@ -54,6 +63,7 @@ def _prepare(
     results: str | None,
     source: str | None = None,
     branch: str | None = None,
+    review_wait: float | None = None,
 ) -> tuple[Any, str]:
     """Check everything a deployment takes (exit 2 on bad input); return it and its schedule's
     description."""
@@ -70,6 +80,8 @@ def _prepare(
         fail("--timezone goes with --cron or --rrule")
     if max_steps is not None and max_steps < 1:
         fail("--max-steps: expected a number >= 1")
+    if review_wait is not None and not 1 <= review_wait <= 366 * 86400:
+        fail("--review-wait: expected seconds from 1 to 31,622,400 (a year)")
     if timezone is not None:
         import zoneinfo
 
@@ -109,6 +121,7 @@ def _prepare(
             ledger_url=ledger,
             result_storage=results,
             source=git,
+            review_wait_seconds=review_wait,
         )
     except Exception as exc:  # noqa: BLE001 - only a source is loaded here: say why, in one line
         if git is None:
@@ -237,6 +250,7 @@ def deploy(
     results: ResultsOpt = None,
     source: SourceOpt = None,
     branch: BranchOpt = None,
+    review_wait: ReviewWaitOpt = None,
 ) -> None:
     """Create (or update) a work-pool deployment of the plan; print how to start a worker.
 
@@ -257,6 +271,7 @@ def deploy(
         results,
         source,
         branch,
+        review_wait,
     )
     from .run_command import configure_prefect
 
@@ -276,6 +291,11 @@ def deploy(
         print(f"created work pool {pool!r} (type process)")
     print(f"deployed {full} ({deployment_id}) to work pool {pool!r} on {where}")
     print(f"  schedule: {when}; one run at a time, later runs wait their turn")
+    if review_wait is not None:
+        print(
+            f"  a stop for review suspends the run up to {review_wait:g} s (its worker is free); "
+            "answer in the Prefect UI or with `waymark review`"
+        )
     if source is not None:
         rel = deployment.parameters["plan"]
         print(f"  each run clones {source}" + (f" (branch {branch})" if branch else ""))
@@ -318,10 +338,21 @@ def serve(
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
     results: ResultsOpt = None,
+    review_wait: ReviewWaitOpt = None,
 ) -> None:
     """Serve a deployment of the plan from this process (no work pool); Ctrl-C stops it."""
     deployment, when = _prepare(
-        plan, workdir, ledger, max_steps, cron, rrule, interval, timezone, name, results
+        plan,
+        workdir,
+        ledger,
+        max_steps,
+        cron,
+        rrule,
+        interval,
+        timezone,
+        name,
+        results,
+        review_wait=review_wait,
     )
     from .run_command import configure_prefect
 

@@ -1,6 +1,7 @@
 """``waymark review``: answer a stop for review — accept, re-run the step, or abort the plan.
 
-Never starts Prefect: the decision is a ledger event that the next ``waymark run`` follows.
+The decision is a ledger event that the next ``waymark run`` follows. Prefect is contacted only
+when a deployment's flow run is suspended for this answer: it is resumed with it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..review.decisions import Decision, ReviewError, apply_decision
+from ..review.suspend import SUSPENSION_EVENT_KINDS, open_suspensions, resume_suspended
 from ..run import exit_codes
 from ..run.identity import default_executor
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
@@ -40,14 +42,25 @@ def review_command(
     led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False, plan=spec)
     if led is None:
         fail(f"{plan}: no ledger yet; the plan has not run, so nothing needs review")
+    who = by or default_executor()
     with led:
         try:
-            done = apply_decision(
-                led, spec, decision, step_id=step, by=by or default_executor(), reason=reason
-            )
+            done = apply_decision(led, spec, decision, step_id=step, by=who, reason=reason)
         except ReviewError as exc:
             print(f"waymark: {exc}", file=sys.stderr)
             return exit_codes.BAD_INPUT
+        waiting = [
+            s
+            for s in open_suspensions(led.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)))
+            if s.answered
+        ]
     for line in done:
         print(f"{spec.plan_id}: {line}")
+    if waiting:  # flow runs suspended for this answer: resume them with it (issue 12, item 5)
+        from .run_command import configure_prefect
+
+        configure_prefect()
+        answer = {"decision": decision, "receipt": "", "reason": reason, "by": who}
+        for line in resume_suspended(waiting, answer):
+            print(f"{spec.plan_id}: {line}")
     return exit_codes.OK

@@ -120,6 +120,7 @@ def build_deployment(
     ledger_url: str | None = None,
     result_storage: str | None = None,
     source: GitSource | None = None,
+    review_wait_seconds: float | None = None,
 ) -> RunnerDeployment:
     """The deployment of ``run_plan`` for ``plan`` (read from ``plan_path``, absolute); with
     ``source``, a deployment whose runs clone that repository (cloned once here, to load the
@@ -140,6 +141,8 @@ def build_deployment(
         parameters["ledger_url"] = ledger_url
     if result_storage is not None:
         parameters["result_storage"] = result_storage
+    if review_wait_seconds is not None:
+        parameters["review_wait_seconds"] = review_wait_seconds
     budget = f"up to {max_steps} steps per run" if max_steps else "every remaining step"
     options: dict[str, Any] = {
         "name": name or plan.plan_id,

@@ -36,7 +36,13 @@ from ..models import utcnow
 from ..plan.loader import load_plan, validate_plan_data
 from ..plan.spec import PlanSpec
 from ..review.gate import ReviewGate
-from ..run.identity import flow_executor
+from ..review.suspend import (
+    SUSPENSION_EVENT_KINDS,
+    in_deployment_run,
+    open_suspension,
+    suspend_now,
+)
+from ..run.identity import execution_run_id, flow_executor
 from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
 from ..run.prefect_ui import final_state, run_name
@@ -70,7 +76,17 @@ def check_until(spec: PlanSpec, until: str | None) -> None:
         raise WaymarkError(f"until: plan {spec.plan_id!r} has no step {until!r}")
 
 
-def _next_reason(result: RunResult, loop_stop: str | None, max_steps: int | None) -> str:
+def _next_reason(
+    result: RunResult,
+    loop_stop: str | None,
+    max_steps: int | None,
+    suspend: tuple[str, str] | None = None,
+) -> str:
+    if result == "needs_review" and suspend is not None:
+        return (
+            "stopped for review; the flow run is suspended until someone answers (Prefect UI: "
+            "Resume, or `waymark review`), then goes on"
+        )
     if result == "needs_review":
         return "stopped for review: answer with `waymark review` or `waymark rerun`"
     if result == "failed":
@@ -154,7 +170,9 @@ def run_plan(
             ledger=ledger,
             logger=logger,
             workdir=wd,
-            run_id=str(fr_id) if fr_id else uuid.uuid4().hex,
+            run_id=execution_run_id(str(fr_id), flow_run.get_run_count())
+            if fr_id
+            else uuid.uuid4().hex,
             flow_run_id=str(fr_id) if fr_id else None,
             executor=executor or flow_executor(),
             started_at=utcnow().isoformat(),
@@ -181,7 +199,7 @@ def run_plan(
             until=until,
         )
         try:
-            summary, states, view = _run_steps(
+            summary, states, view, suspend = _run_steps(
                 run, storage, states, max_steps, until, lease_seconds, review_wait_seconds
             )
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
@@ -193,6 +211,8 @@ def run_plan(
     finally:
         ledger.close()
     logger.info("%s", summary.text())
+    if suspend is not None:  # a deployment's run: the process ends here, the worker is free
+        suspend_now(suspend[0], review_wait_seconds, suspend[1])
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
 
@@ -204,9 +224,11 @@ def _run_steps(
     until: str | None,
     lease_seconds: float,
     review_wait_seconds: float,
-) -> tuple[RunSummary, dict[str, StepState], PlanView]:
-    """Run the steps; return the summary and the step states read at the end, with their view.
-    ``states`` are those read at run start (read again only if dead runs' steps were taken)."""
+) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str] | None]:
+    """Run the steps; return the summary and the step states read at the end, with their view,
+    and — a deployment's run that stops for review — the pause key and form text to suspend
+    with. ``states`` are those read at run start (read again if an answer or a take-over moved
+    them)."""
     spec, ledger, logger = run.spec, run.ledger, run.logger
     # Given storage (not the workdir default) keeps the declared outputs too.
     results = ResultAccess(storage, keep_outputs=run.keeps_outputs)
@@ -251,6 +273,13 @@ def _run_steps(
         lease_seconds=lease_seconds,
         observers=observers,
     )
+    if run.flow_run_id and in_deployment_run():  # the resumed execution of a suspended run?
+        resumed = open_suspension(
+            ledger.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)), run.flow_run_id
+        )
+        if resumed is not None:
+            gate.take_up(resumed)
+            states = ledger.step_states(spec.plan_id)
     ctx = GuardContext(
         plan=spec,
         ledger=ledger,
@@ -269,8 +298,10 @@ def _run_steps(
     view = build_view(spec, states)
     gate.announce_open(view.needs_review)  # e.g. stops another runner recorded meanwhile
     result: RunResult
+    suspend = None
     if view.needs_review:
         result = "needs_review"
+        suspend = gate.suspension(view.needs_review)
     elif outcome.failed or outcome.refused:
         result = "failed"
     elif view.complete:
@@ -290,9 +321,9 @@ def _run_steps(
         next_start=None
         if view.complete
         else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
-        next_start_reason=_next_reason(result, outcome.stopped_by, max_steps),
+        next_start_reason=_next_reason(result, outcome.stopped_by, max_steps, suspend),
     )
-    return summary, states, view
+    return summary, states, view, suspend
 
 
 def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:

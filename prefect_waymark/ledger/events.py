@@ -72,6 +72,7 @@ class EventKind(_ValueEnum):
     drift = "drift"
     # Reviews and aborts.
     review_waiting = "review_waiting"
+    review_resumed = "review_resumed"
     review_announced = "review_announced"
     plan_aborted = "plan_aborted"
     plan_abort_lifted = "plan_abort_lifted"
@@ -310,9 +311,27 @@ class DriftData(TypedDict):
     contract_version: int
 
 
-class ReviewWaitingData(TypedDict):
+class _ReviewWaitingRequired(TypedDict):
     flow_run_id: str
     timeout_seconds: float
+
+
+class ReviewWaitingData(_ReviewWaitingRequired, total=False):
+    """A run waits for an answer in the Prefect UI: paused (its process waits), or — a
+    deployment's run — ``suspended`` (its process ended; ``pause_key`` is the form's key)."""
+
+    suspended: bool
+    pause_key: str
+
+
+class ReviewResumedData(TypedDict):
+    """A suspended flow run's resumed execution took up its stop: the answer it found
+    (``decision`` empty: none), and whether it applied it (not when answered meanwhile)."""
+
+    flow_run_id: str
+    pause_key: str
+    decision: str
+    applied: bool
 
 
 class ReviewAnnouncedData(TypedDict):
@@ -362,6 +381,7 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.accepted_versions: AcceptedVersionsData,
     EventKind.drift: DriftData,
     EventKind.review_waiting: ReviewWaitingData,
+    EventKind.review_resumed: ReviewResumedData,
     EventKind.review_announced: ReviewAnnouncedData,
     EventKind.plan_aborted: PlanAbortedData,
     EventKind.plan_abort_lifted: PlanAbortLiftedData,

@@ -51,7 +51,18 @@ def review_section(
         effects = answer_effects(details, sid, this_run=paused_here)
         out += [f"- **{name}** — {effects[name]}" for name in ("accept", "rerun", "abort")]
         out += ["", "**How to answer:**"]
-        if paused_here and pause is not None:
+        suspended = paused_here and pause is not None and bool(pause.data.get("suspended"))
+        if paused_here and pause is not None and suspended:
+            until = pause.at + timedelta(seconds=float(pause.data.get("timeout_seconds", 0)))
+            run_link = link("its flow run", flow_run_url(ui_url, pause.data.get("flow_run_id")))
+            out.append(
+                f"- In the Prefect UI: a deployment's run is suspended for this answer until "
+                f"{when(until, now)} (its worker is free meanwhile): open {run_link} and press "
+                "**Resume**; the form asks for the decision (accept / rerun / abort), a receipt "
+                "(only for an action whose outcome is unknown), a reason and your name. Any "
+                "worker of the pool then picks the run up and it goes on from here."
+            )
+        elif paused_here and pause is not None:
             until = pause.at + timedelta(seconds=float(pause.data.get("timeout_seconds", 0)))
             run_link = link("its flow run", flow_run_url(ui_url, pause.data.get("flow_run_id")))
             out.append(
@@ -73,7 +84,13 @@ def review_section(
             ledger=ledger_flag,
             open_action=bool(spec.open_actions) or "intent_run" in details,
         )
-        after = "this paused run does not see it; " if paused_here else ""
+        after = (
+            "it resumes the suspended run with the answer; "
+            if suspended
+            else "this paused run does not see it; "
+            if paused_here
+            else ""
+        )
         out.append(
             f"- With the CLI ({after}the next `waymark run` follows it; it runs nothing itself):"
         )

@@ -47,6 +47,7 @@ PAGE_EVENT_KINDS = (
     EventKind.run_started,
     EventKind.run_finished,
     EventKind.review_waiting,
+    EventKind.review_resumed,
     EventKind.step_review_accepted,
     EventKind.step_rerun_requested,
     EventKind.plan_aborted,
@@ -107,16 +108,26 @@ def run_records(events: Sequence[ProgressEvent]) -> list[RunRecord]:
 
 
 def open_pause(events: Sequence[ProgressEvent], run_id: str | None) -> ProgressEvent | None:
-    """The ``review_waiting`` event of ``run_id`` that no answer followed yet."""
+    """The ``review_waiting`` event that no answer followed yet: of ``run_id`` (its process
+    waits), or of any run whose flow run is suspended for it (its process ended with the run;
+    the suspension lasts until an answer or its resumed execution)."""
     pause: ProgressEvent | None = None
     for ev in events:
-        if ev.kind == EventKind.review_waiting and ev.run_id == run_id and run_id:
+        if ev.kind == EventKind.review_waiting and (
+            (ev.run_id == run_id and run_id) or ev.data.get("suspended")
+        ):
             pause = ev
-        elif pause is not None and ev.kind in _ANSWER_KINDS:
+        elif pause is None:
+            continue
+        elif ev.kind in _ANSWER_KINDS:
             if ev.kind == EventKind.plan_aborted or ev.step_id == pause.step_id:
                 pause = None
-        elif pause is not None and ev.kind == EventKind.run_finished and ev.run_id == run_id:
-            pause = None
+        elif ev.kind == EventKind.run_finished and ev.run_id == pause.run_id:
+            if not pause.data.get("suspended"):
+                pause = None
+        elif ev.kind == EventKind.review_resumed:
+            if ev.data.get("flow_run_id") == pause.data.get("flow_run_id"):
+                pause = None
     return pause
 
 

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ..ledger.base import Ledger
     from ..ledger.events import ProgressEvent
     from ..plan.spec import PlanSpec, StepSpec
+    from .signal import ReviewInput
+    from .suspend import Suspension
 
 __all__ = ["AbortCheck", "GateOutcome", "ReviewGate"]
 
@@ -68,6 +70,9 @@ class ReviewGate:
         #: the progress artifact show the pause while it lasts).
         self.on_pause: list[Callable[[str], None]] = []
         self._announced: set[str] = set()
+        #: In a deployment's run: the first stop this run would have paused for. The run
+        #: finishes what it may, then suspends for it (:mod:`.suspend`) instead of pausing.
+        self.suspend_for: tuple[str, int, Verdict] | None = None
 
     # -- aborts ----------------------------------------------------------------------------
     def check_abort(self) -> bool:
@@ -132,6 +137,17 @@ class ReviewGate:
         )
         if self.wait_seconds <= 0 or not _in_flow_run() or self.aborted is not None:
             return "needs_review"
+        from .suspend import in_deployment_run
+
+        if in_deployment_run():
+            if self.suspend_for is None and stored.seq is not None:
+                self.suspend_for = (step_id, stored.seq, verdict)
+                self.log.warning(
+                    "step %s: once the steps still running end, the flow run suspends for an "
+                    "answer (its worker is free meanwhile)",
+                    step_id,
+                )
+            return "needs_review"
         return self._wait(step_id, verdict)
 
     def _refuse(self, step_id: str, branch: str, verdict: Verdict) -> GateOutcome:
@@ -179,15 +195,7 @@ class ReviewGate:
         )
         for show in self.on_pause:
             show(step_id)
-        description = form_description(
-            self.plan,
-            step_id,
-            verdict.reason,
-            verdict.details,
-            wait_seconds=self.wait_seconds,
-            now=utcnow(),
-            page_url=_plan_page_url(self.plan.plan_id, self.ledger),
-        )
+        description = self.describe(step_id, verdict)
         answer = wait_for_review(self.wait_seconds, description=description)
         if answer is None:
             self.log.warning(
@@ -197,6 +205,23 @@ class ReviewGate:
                 step_id,
             )
             return "needs_review"
+        return self.apply_answer(step_id, answer)
+
+    def describe(self, step_id: str, verdict: Verdict) -> str:
+        """The Markdown above the review form: why the run waits and what each answer does."""
+        return form_description(
+            self.plan,
+            step_id,
+            verdict.reason,
+            verdict.details,
+            wait_seconds=self.wait_seconds,
+            now=utcnow(),
+            page_url=_plan_page_url(self.plan.plan_id, self.ledger),
+        )
+
+    def apply_answer(self, step_id: str, answer: ReviewInput) -> GateOutcome:
+        """Apply a person's answer to the stop of ``step_id`` (from the paused run's form, or
+        found by a suspended run's resumed execution)."""
         by = answer.by or "prefect-ui"
         if answer.receipt and answer.decision != "abort":
             self._settle(step_id, answer.receipt, by, answer.reason)
@@ -278,6 +303,82 @@ class ReviewGate:
             self.log.warning("review: receipt %r not recorded: %s", receipt, exc)
             return
         self.log.info("review: action %s (key %s) recorded %s", rec.action, rec.key, outcome)
+
+    # -- suspending (a deployment's run: :mod:`.suspend`) ------------------------------------
+    def suspension(self, view_needs_review: list[dict[str, Any]]) -> tuple[str, str] | None:
+        """At the end of a deployment's run that stopped for review: record that the flow run
+        suspends for the first stop it would have paused for, if that stop is still open (not
+        answered, not moved on by another run); return the pause key and the form's text."""
+        if self.suspend_for is None or self.aborted is not None:
+            return None
+        step_id, seq, verdict = self.suspend_for
+        if step_id not in {str(item["step"]) for item in view_needs_review}:
+            return None
+        if self._stop_seqs().get(step_id) != seq:
+            return None  # stopped again by another run since: that run's stop is the one open
+        from prefect.runtime import flow_run
+
+        from .suspend import suspend_key
+
+        key = suspend_key(seq)
+        self.ledger.record(
+            self.plan.plan_id,
+            EventKind.review_waiting,
+            step_id=step_id,
+            run_id=self.run_id,
+            flow_run_id=str(flow_run.get_id()),
+            timeout_seconds=self.wait_seconds,
+            suspended=True,
+            pause_key=key,
+        )
+        self.log.warning(
+            "step %s: the flow run suspends up to %ss for an answer (accept / rerun / abort): "
+            "its worker is free meanwhile; answer in the Prefect UI (open the flow run, press "
+            "Resume) or with `waymark review PLAN --step %s --accept|--rerun|--abort`, which "
+            "resumes it; any worker of the pool then picks it up",
+            step_id,
+            self.wait_seconds,
+            step_id,
+        )
+        return key, self.describe(step_id, verdict)
+
+    def take_up(self, suspension: Suspension) -> None:
+        """This run is the resumed execution of a suspended flow run: apply the answer it was
+        resumed with (unless the stop was answered meanwhile), and record that it did."""
+        from .suspend import read_answer
+
+        step_id = suspension.step_id
+        try:
+            answer = read_answer(suspension)
+        except Exception as exc:  # noqa: BLE001 - the ledger still holds the stop
+            self.log.warning("could not read the answer this flow run was resumed with: %s", exc)
+            answer = None
+        applied = False
+        if suspension.answered:
+            self.log.info(
+                "resumed after step %s was answered (e.g. with `waymark review`): that answer "
+                "stands; the run goes on from the ledger",
+                step_id,
+            )
+        elif answer is None:
+            self.log.warning(
+                "resumed without an answer: step %s still waits for review; answer with "
+                "`waymark review PLAN --step %s --accept|--rerun|--abort`",
+                step_id,
+                step_id,
+            )
+        else:
+            applied = self.apply_answer(step_id, answer) != "moved"
+        self.ledger.record(
+            self.plan.plan_id,
+            EventKind.review_resumed,
+            step_id=step_id,
+            run_id=self.run_id,
+            flow_run_id=suspension.flow_run_id,
+            pause_key=suspension.key,
+            decision=answer.decision if answer is not None else "",
+            applied=applied,
+        )
 
     # -- announcements ---------------------------------------------------------------------
     def announce(

@@ -31,3 +31,16 @@ def flow_executor() -> str:
     from prefect.runtime import flow_run
 
     return f"{worker}/{flow_run.get_name() or flow_run.get_id() or '?'}"
+
+
+def execution_run_id(flow_run_id: str, run_count: int) -> str:
+    """A run's id in the ledger: its flow run's id; a later execution of the same flow run (a
+    suspended run resumed: Prefect counts it in ``run_count``) gets ``-r<N>``, so each execution
+    has runs, holds and markers of its own."""
+    return flow_run_id if run_count <= 1 else f"{flow_run_id}-r{run_count}"
+
+
+def flow_run_of(run_id: str) -> str:
+    """The flow run id inside a run id of :func:`execution_run_id`."""
+    head, sep, tail = run_id.rpartition("-r")
+    return head if sep and tail.isdigit() else run_id

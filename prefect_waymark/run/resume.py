@@ -12,6 +12,7 @@ from ..errors import LedgerError
 from ..ledger import Hold, Ledger
 from ..ledger.events import EventKind
 from ..plan.spec import PlanSpec
+from .identity import flow_run_of
 
 __all__ = ["ResumeReport", "crash_dead_flow_runs", "prepare_resume", "take_over_dead"]
 
@@ -71,7 +72,7 @@ def crash_dead_flow_runs(run_ids: Iterable[str], reason: str) -> list[str]:
     ids: list[uuid.UUID] = []
     for rid in sorted(set(run_ids)):
         try:
-            ids.append(uuid.UUID(rid))
+            ids.append(uuid.UUID(flow_run_of(rid)))
         except ValueError:
             continue  # not a flow run id (a run outside Prefect)
     changed: list[str] = []

@@ -1,0 +1,172 @@
+"""Review stops that free the worker: a deployment's flow run suspends instead of pausing.
+
+A run that pauses for an answer (``review_wait_seconds``) keeps its process, and so its worker's
+slot, busy while it waits. A flow run created from a deployment suspends instead: Prefect's
+``suspend_flow_run`` ends the process and leaves the run ``Suspended`` with the review form;
+answering it (the Prefect UI's **Resume**, or ``waymark review``, which resumes the run with its
+answer) reschedules the run, any worker of the pool picks it up, and ``run_plan`` starts from the
+top: completed steps are not run again, and the answer is applied before anything else.
+
+The protocol, all of it in the ledger and Prefect's run input:
+
+1. the run records its stop as usual, runs what it still may, writes its marker, then records
+   ``review_waiting`` with ``suspended: true`` and the ``pause_key`` (``waymark-review-<seq>``,
+   the stop's ledger sequence: a suspend is never asked twice for one stop) and suspends;
+2. the resumed execution (a new run id, the same flow run) finds that event
+   (:func:`open_suspension`), reads the answer saved under the key (:func:`read_answer`, never a
+   second suspend, so a run resumed without an answer cannot suspend again in a loop), applies it
+   if the stop is still open, and records ``review_resumed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from ..ledger.events import EventKind, ProgressEvent
+
+if TYPE_CHECKING:
+    from .signal import ReviewInput
+
+__all__ = [
+    "SUSPENSION_EVENT_KINDS",
+    "Suspension",
+    "in_deployment_run",
+    "open_suspension",
+    "open_suspensions",
+    "read_answer",
+    "resume_suspended",
+    "suspend_key",
+    "suspend_now",
+]
+
+#: Stops that close a suspension besides ``review_resumed``: an answer to its step, an abort.
+_CLOSING = {
+    EventKind.step_review_accepted,
+    EventKind.step_rerun_requested,
+    EventKind.plan_aborted,
+}
+#: The events :func:`open_suspensions` reads.
+SUSPENSION_EVENT_KINDS = (EventKind.review_waiting, EventKind.review_resumed, *sorted(_CLOSING))
+
+
+def suspend_key(stop_seq: int) -> str:
+    """The Prefect pause key of the stop recorded at ``stop_seq`` (one suspend per stop)."""
+    return f"waymark-review-{stop_seq}"
+
+
+def in_deployment_run() -> bool:
+    """True inside a flow run that a deployment created and that is not a subflow: the only
+    runs Prefect can suspend (DESIGN: "Suspending")."""
+    from ..run.schedule_lifecycle import own_deployment_id
+
+    return own_deployment_id() is not None
+
+
+@dataclass(frozen=True)
+class Suspension:
+    """A ``review_waiting`` event of a suspended flow run, and whether an answer closed it."""
+
+    event: ProgressEvent
+    answered: bool
+
+    @property
+    def flow_run_id(self) -> str:
+        return str(self.event.data.get("flow_run_id") or "")
+
+    @property
+    def key(self) -> str:
+        return str(self.event.data.get("pause_key") or "")
+
+    @property
+    def step_id(self) -> str:
+        return str(self.event.step_id or "")
+
+
+def open_suspensions(events: Sequence[ProgressEvent]) -> list[Suspension]:
+    """The suspended flow runs no resumed execution has taken up yet, oldest first (from the
+    plan's ``review_waiting``, ``review_resumed`` and answer events, in ledger order); each says
+    whether its stop was answered meanwhile (e.g. by ``waymark review``)."""
+    found: dict[str, Suspension] = {}
+    for ev in events:
+        fr = str(ev.data.get("flow_run_id") or "")
+        if ev.kind == EventKind.review_waiting and ev.data.get("suspended") and fr:
+            found[fr] = Suspension(ev, answered=False)
+        elif ev.kind == EventKind.review_resumed:
+            found.pop(fr, None)
+        elif ev.kind in _CLOSING:
+            for fr_id, s in list(found.items()):
+                if ev.kind == EventKind.plan_aborted or ev.step_id == s.step_id:
+                    found[fr_id] = Suspension(s.event, answered=True)
+    return list(found.values())
+
+
+def open_suspension(events: Sequence[ProgressEvent], flow_run_id: str) -> Suspension | None:
+    """This flow run's suspension that its resumed execution has to take up, if any."""
+    for s in open_suspensions(events):
+        if s.flow_run_id == flow_run_id:
+            return s
+    return None
+
+
+def suspend_now(key: str, timeout_seconds: float, description: str | None) -> None:
+    """Suspend the current flow run with the review form: raises Prefect's ``Pause``, which ends
+    the flow function (the process exits, the worker is free)."""
+    from prefect.flow_runs import suspend_flow_run
+
+    from .signal import ReviewInput
+
+    form = ReviewInput.with_initial_data(description=description) if description else ReviewInput
+    suspend_flow_run(wait_for_input=form, timeout=max(1, int(timeout_seconds)), key=key)
+
+
+def read_answer(suspension: Suspension) -> ReviewInput | None:
+    """The answer given to ``suspension`` (the UI form's, or the one ``waymark review`` resumed
+    the run with); ``None`` if the run was resumed without one."""
+    from prefect.input.actions import read_flow_run_input
+    from prefect.input.run_input import keyset_from_base_key
+
+    from .signal import ReviewInput
+
+    keyset = keyset_from_base_key(f"suspended-{suspension.key}")
+    value = read_flow_run_input(keyset["response"], flow_run_id=UUID(suspension.flow_run_id))
+    if not isinstance(value, dict):
+        return None
+    try:
+        return ReviewInput(**value)
+    except ValueError:
+        return None
+
+
+def resume_suspended(suspensions: Sequence[Suspension], answer: dict[str, Any]) -> list[str]:
+    """Resume each suspended flow run with ``answer`` (its form's fields); return one line per
+    run, what became of it. A run that cannot be resumed (its pause timed out, the server is
+    not reachable) is said so; the answer stands in the ledger either way."""
+    from prefect.exceptions import FlowPauseTimeout, NotPausedError
+    from prefect.flow_runs import resume_flow_run
+
+    lines: list[str] = []
+    for s in suspensions:
+        try:
+            resume_flow_run(UUID(s.flow_run_id), run_input=answer)
+        except NotPausedError:
+            lines.append(f"flow run {s.flow_run_id} was resumed already; it goes on")
+        except FlowPauseTimeout:
+            lines.append(
+                f"flow run {s.flow_run_id} waited for this answer and timed out; the next run "
+                "follows the answer"
+            )
+        except Exception as exc:  # noqa: BLE001 - the ledger holds the answer: say, go on
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            lines.append(
+                f"flow run {s.flow_run_id} stays suspended ({first}); the next run follows the "
+                "answer, or resume the flow run in the Prefect UI"
+            )
+        else:
+            lines.append(
+                f"resumed the suspended flow run {s.flow_run_id}: a worker picks it up and it "
+                "goes on from here"
+            )
+    return lines
