@@ -24,7 +24,7 @@ from ..guards.completed import CompletedStepsGuard
 from ..guards.outputs import OutputsGuard
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
-from ..ledger import open_ledger, resolve_ledger_url
+from ..ledger import Ledger, open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
 from ..ledger.events import EventKind
 from ..ledger.plan_rename import check_not_renamed
@@ -170,7 +170,7 @@ def run_plan(
             ledger=ledger,
             logger=logger,
             workdir=wd,
-            run_id=execution_run_id(str(fr_id), flow_run.get_run_count())
+            run_id=_execution_run_id(ledger, spec.plan_id, str(fr_id))
             if fr_id
             else uuid.uuid4().hex,
             flow_run_id=str(fr_id) if fr_id else None,
@@ -216,6 +216,19 @@ def run_plan(
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
 
+def _execution_run_id(ledger: Ledger, plan_id: str, flow_run_id: str) -> str:
+    """This execution's run id: the flow run's id, or — a deployment's suspended run resumed,
+    executed again — ``<id>-r<N>`` (Prefect's ``run_count`` does not count it)."""
+    if not in_deployment_run():
+        return flow_run_id
+    before = sum(
+        1
+        for ev in ledger.events(plan_id, kinds=[EventKind.run_started])
+        if ev.data.get("flow_run_id") == flow_run_id
+    )
+    return execution_run_id(flow_run_id, before + 1)
+
+
 def _run_steps(
     run: RunRecord,
     storage: StorageSpec,
@@ -252,6 +265,14 @@ def _run_steps(
         ]
     )
     gate.on_answer.append(reanchor.reload_accepted)
+    # The resumed execution of a suspended run applies its answer before the loop reads states.
+    if run.flow_run_id and in_deployment_run():  # the resumed execution of a suspended run?
+        resumed = open_suspension(
+            ledger.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)), run.flow_run_id
+        )
+        if resumed is not None:
+            gate.take_up(resumed)
+            states = ledger.step_states(spec.plan_id)
     observers: list[RunObserver] = run_observers(gate, run.workdir) if run.publish_artifacts else []
     runtime = StepRuntime(
         spec,
@@ -273,13 +294,6 @@ def _run_steps(
         lease_seconds=lease_seconds,
         observers=observers,
     )
-    if run.flow_run_id and in_deployment_run():  # the resumed execution of a suspended run?
-        resumed = open_suspension(
-            ledger.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)), run.flow_run_id
-        )
-        if resumed is not None:
-            gate.take_up(resumed)
-            states = ledger.step_states(spec.plan_id)
     ctx = GuardContext(
         plan=spec,
         ledger=ledger,

@@ -34,8 +34,8 @@ def flow_executor() -> str:
 
 
 def execution_run_id(flow_run_id: str, run_count: int) -> str:
-    """A run's id in the ledger: its flow run's id; a later execution of the same flow run (a
-    suspended run resumed: Prefect counts it in ``run_count``) gets ``-r<N>``, so each execution
+    """A run's id in the ledger: its flow run's id; the ``run_count``-th execution of the same
+    flow run (a suspended run resumed), from the second on, gets ``-r<N>``, so each execution
     has runs, holds and markers of its own."""
     return flow_run_id if run_count <= 1 else f"{flow_run_id}-r{run_count}"
 

@@ -34,6 +34,7 @@ PREFECT = str(Path(sys.executable).parent / "prefect")
         (["--timezone", "Europe/Berlin"], "--timezone goes with --cron or --rrule"),
         (["--interval", "0"], "--interval"),
         (["--max-steps", "0"], "--max-steps"),
+        (["--review-wait", "0"], "--review-wait: expected seconds from 1"),
         (["--ledger", "postgresql+psycopg://ann:hunter2@db/plans"], "password"),
         (["--ledger", "sqlite://"], "in-memory"),
     ],
