@@ -50,7 +50,8 @@ from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
-from ..run.schedule_lifecycle import after_deployment_run
+from ..run.schedule_lifecycle import after_deployment_run, own_deployment_id
+from ..run.slot_budget import SlotBudget, slot_budget
 from ..run.summary import RunResult, RunSummary
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
@@ -81,6 +82,7 @@ def _next_reason(
     loop_stop: str | None,
     max_steps: int | None,
     suspend: tuple[str, str] | None = None,
+    budget: SlotBudget | None = None,
 ) -> str:
     if result == "needs_review" and suspend is not None:
         return (
@@ -91,8 +93,13 @@ def _next_reason(
         return "stopped for review: answer with `waymark review` or `waymark rerun`"
     if result == "failed":
         return "a step failed; the next run retries it"
+    if loop_stop == "max-steps" and budget is not None and budget.used:
+        return (
+            f"budget of this schedule slot reached (--max-steps {budget.max_steps}: "
+            f"{budget.used} started by earlier runs of the slot)"
+        )
     if loop_stop == "max-steps":
-        return f"budget reached (--max-steps {max_steps})"
+        return f"budget reached (--max-steps {budget.max_steps if budget else max_steps})"
     if loop_stop == "until":
         return "--until step reached"
     if loop_stop == "busy":
@@ -183,6 +190,23 @@ def run_plan(
             publish_artifacts=publish_artifacts,
             keeps_outputs=result_storage is not None,
         )
+        # A deployment's budget is per schedule slot: runs triggered together share it.
+        budget = slot_budget(ledger, spec.plan_id, max_steps)
+        slot: dict[str, Any] = {}
+        if (deployment_id := own_deployment_id()) is not None:
+            slot["deployment_id"] = deployment_id
+        if budget is not None:
+            slot.update(slot_start=budget.slot_start.isoformat(), slot_used=budget.used)
+            if budget.used:
+                logger.info(
+                    "budget of this schedule slot: %s of --max-steps %s already started by "
+                    "run(s) %s of this deployment since %s; this run may start %s",
+                    budget.used,
+                    max_steps,
+                    ", ".join(budget.by_runs),
+                    budget.slot_start.isoformat(timespec="seconds"),
+                    budget.left,
+                )
         ledger.record(
             spec.plan_id,
             EventKind.run_started,
@@ -197,10 +221,18 @@ def run_plan(
             started_from=run.started_from,
             max_steps=max_steps,
             until=until,
+            **slot,
         )
         try:
             summary, states, view, suspend = _run_steps(
-                run, storage, states, max_steps, until, lease_seconds, review_wait_seconds
+                run,
+                storage,
+                states,
+                budget.left if budget is not None else max_steps,
+                until,
+                lease_seconds,
+                review_wait_seconds,
+                budget,
             )
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
             record_crash(run, exc)
@@ -237,6 +269,7 @@ def _run_steps(
     until: str | None,
     lease_seconds: float,
     review_wait_seconds: float,
+    budget: SlotBudget | None = None,
 ) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str] | None]:
     """Run the steps; return the summary and the step states read at the end, with their view,
     and — a deployment's run that stops for review — the pause key and form text to suspend
@@ -335,7 +368,7 @@ def _run_steps(
         next_start=None
         if view.complete
         else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
-        next_start_reason=_next_reason(result, outcome.stopped_by, max_steps, suspend),
+        next_start_reason=_next_reason(result, outcome.stopped_by, max_steps, suspend, budget),
     )
     return summary, states, view, suspend
 

@@ -132,7 +132,7 @@ class ProgressEvent(BaseModel):
 # written by an older version may lack one.
 
 
-class RunStartedData(TypedDict):
+class _RunStartedRequired(TypedDict):
     flow_run_id: str | None
     executor: str
     workdir: str
@@ -143,6 +143,16 @@ class RunStartedData(TypedDict):
     started_from: str | None
     max_steps: int | None
     until: str | None
+
+
+class RunStartedData(_RunStartedRequired, total=False):
+    """A deployment's run also records its deployment, and with ``max_steps`` its schedule
+    slot's start and the steps runs of the deployment started in that slot before it
+    (:mod:`prefect_waymark.run.slot_budget`)."""
+
+    deployment_id: str
+    slot_start: str
+    slot_used: int
 
 
 class RunFinishedData(TypedDict):

@@ -1,10 +1,12 @@
 """A team's Prefect end to end (issue 12, item 8): a ``prefect server start`` of the test's own on
 a PostgreSQL database the test creates, a process work pool, two long-lived workers, the example
 plan (examples/research_report) deployed with ``waymark deploy`` on an hourly schedule, its
-ledger on PostgreSQL too; runs triggered through the API, one alone and then two at once, twice.
+ledger on PostgreSQL too; runs triggered through the API, one alone and then two at once, three
+times.
 
 Checked through the API (and the files the steps write): each run resumes where the last stopped,
 every step ran once (check-figures twice: it fails once on purpose), the publish action ran once,
+``--max-steps 2`` held for each pair of runs triggered together (one schedule slot's budget),
 task runs are named after the steps, the plan's artifacts exist, two runs triggered at once never
 overlapped (the deployment's concurrency limit 1), the final state names, and once the plan is
 complete the schedule is paused and its hourly runs are gone.
@@ -241,25 +243,36 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
     soonest = min(r.expected_start_time for r in upcoming)
     assert soonest >= deployed_at + timedelta(seconds=3500), soonest
 
-    # 2. Two runs at once: one after the other (concurrency limit 1), each resumes.
+    # 2. Two runs at once: one after the other (concurrency limit 1), and one budget between them
+    # (their schedule slot's): the first runs analyse, then check-figures fails once on purpose;
+    # the second finds the slot's two steps used and starts none.
     r2, r3 = _wait_final(srv, _trigger(srv, dep.id, 2))
     _never_overlapped([r2, r3])
-    first, second = sorted([r2, r3], key=lambda r: r.start_time)
-    # analyse, then check-figures fails once on purpose; the next run retries it, then drafts.
-    assert (first.state.type.value, first.state.name) == ("FAILED", "Failed"), first.state
-    assert (second.state.type.value, second.state.name) == ("COMPLETED", "Stopped"), second.state
+    w2a, w2b = sorted([r2, r3], key=lambda r: r.start_time)
+    assert (w2a.state.type.value, w2a.state.name) == ("FAILED", "Failed"), w2a.state
+    assert (w2b.state.type.value, w2b.state.name) == ("COMPLETED", "Stopped"), w2b.state
+    assert _task_runs(srv, w2a.id) == {"analyse": "COMPLETED", "check-figures": "FAILED"}
+    assert _task_runs(srv, w2b.id) == {}
     counts = _counts(work)
-    assert counts["analyse"] == [str(first.id)]
-    assert counts["check-figures"] == [str(first.id), str(second.id)]
-    assert counts["draft"] == [str(second.id)] and counts["publish"] == []
-    assert _task_runs(srv, first.id) == {"analyse": "COMPLETED", "check-figures": "FAILED"}
-    assert _task_runs(srv, second.id) == {"check-figures": "COMPLETED", "draft": "COMPLETED"}
+    assert counts["analyse"] == [str(w2a.id)] and counts["check-figures"] == [str(w2a.id)]
 
-    # 3. Two runs at once again: the first publishes and completes the plan, the second finds
-    # nothing left to do; neither publishes twice.
+    # 3. Two at once again: the first retries check-figures and drafts, the second starts none.
     r4, r5 = _wait_final(srv, _trigger(srv, dep.id, 2))
     _never_overlapped([r4, r5])
-    last, noop = sorted([r4, r5], key=lambda r: r.start_time)
+    w3a, w3b = sorted([r4, r5], key=lambda r: r.start_time)
+    assert (w3a.state.type.value, w3a.state.name) == ("COMPLETED", "Stopped"), w3a.state
+    assert (w3b.state.type.value, w3b.state.name) == ("COMPLETED", "Stopped"), w3b.state
+    assert _task_runs(srv, w3a.id) == {"check-figures": "COMPLETED", "draft": "COMPLETED"}
+    assert _task_runs(srv, w3b.id) == {}
+    counts = _counts(work)
+    assert counts["check-figures"] == [str(w2a.id), str(w3a.id)]
+    assert counts["draft"] == [str(w3a.id)] and counts["publish"] == []
+
+    # 4. And once more: the first publishes and completes the plan (one step of the slot's two),
+    # the second finds nothing left to do; neither publishes twice.
+    r6, r7 = _wait_final(srv, _trigger(srv, dep.id, 2))
+    _never_overlapped([r6, r7])
+    last, noop = sorted([r6, r7], key=lambda r: r.start_time)
     assert (last.state.type.value, last.state.name) == ("COMPLETED", "Completed"), last.state
     assert (noop.state.type.value, noop.state.name) == ("COMPLETED", "Completed"), noop.state
     assert _task_runs(srv, last.id) == {"publish": "COMPLETED"}
@@ -277,23 +290,38 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
     completed = ledger_events(ledger, PLAN_ID, "step_completed")
     assert sorted(e.step_id for e in completed) == sorted(STEPS)
 
+    # --max-steps 2 held per schedule slot: runs triggered together started at most 2 steps in
+    # all, and each later run of a slot recorded what the earlier ones had used.
+    order = [r1, w2a, w2b, w3a, w3b, last, noop]
+    started = ledger_events(ledger, PLAN_ID, "run_started")
+    assert [e.data["flow_run_id"] for e in started] == [str(r.id) for r in order]
+    steps_of = {
+        str(r.id): sum(
+            1 for e in ledger_events(ledger, PLAN_ID, "step_started") if e.run_id == str(r.id)
+        )
+        for r in order
+    }
+    assert [steps_of[str(r.id)] for r in order] == [2, 2, 0, 2, 0, 1, 0]
+    assert all(e.data["deployment_id"] == str(dep.id) for e in started)
+    assert [e.data["slot_used"] for e in started] == [0, 0, 2, 0, 2, 0, 1]
+
     # Each run's marker: what it executed and where the next one starts; each run started where
     # the one before it stopped, all five on the one PostgreSQL ledger.
     history = json.loads((work / "EXECUTION_MARKER.json").read_text())["execution_history"]
-    order = [r1, first, second, last, noop]
     assert [h["flow_run_id"] for h in history] == [str(r.id) for r in order]
     assert [sorted(h["executed_steps"]) for h in history] == [
         ["collect-market", "collect-sources"],
         ["analyse"],  # check-figures failed: not among the executed steps
+        [],
         ["check-figures", "draft"],
+        [],
         ["publish"],
         [],
     ]
     starts = [h["next_start"]["step"] for h in history]
-    assert starts == ["analyse", "check-figures", "publish", None, None]
-    started = ledger_events(ledger, PLAN_ID, "run_started")
-    assert [e.data["flow_run_id"] for e in started] == [str(r.id) for r in order]
-    assert [e.data["started_from"] for e in started[1:]] == starts[:3] + [None]
+    assert starts == ["analyse", "check-figures", "check-figures", "publish", "publish", None, None]
+    assert "budget of this schedule slot reached" in history[2]["next_start"]["why"]
+    assert [e.data["started_from"] for e in started[1:]] == starts[:-1]
 
     # The plan's artifacts: one plan page (waymark-<plan>-<copy>) and the run artifacts, the
     # marker made by every run.
