@@ -74,7 +74,8 @@ def status(
         bool, typer.Option("--rebuild", help="Fold all events again and rewrite the active view.")
     ] = False,
 ) -> None:
-    """Show each step's status from the ledger. Never starts Prefect; creates nothing."""
+    """Show each step's status from the ledger. Never starts Prefect; creates nothing. When a
+    deployment runs the plan, its schedule and next run are read from the Prefect server."""
     from ..ledger import Ledger
     from ..ledger.progress_view import build_view
     from .status_output import print_json, print_table
@@ -88,6 +89,7 @@ def status(
         else open_reader_or_exit(ledger, wd, plan=spec)
     )
     extra: dict[str, Any] = {}
+    deployment_id: Any = None
     if led is None:
         states = {}
     else:
@@ -101,6 +103,8 @@ def status(
             last = led.last_event(spec.plan_id, [EventKind.run_finished])
             if last is not None:
                 extra["last_run"] = {"at": last.at.isoformat(), **last.data}
+            started = led.last_event(spec.plan_id, [EventKind.run_started])
+            deployment_id = started.data.get("deployment_id") if started is not None else None
             abort = led.last_event(
                 spec.plan_id, [EventKind.plan_aborted, EventKind.plan_abort_lifted]
             )
@@ -110,6 +114,10 @@ def status(
                     "by": abort.data.get("by"),
                     "reason": abort.data.get("reason") or "",
                 }
+    if led is not None and deployment_id:  # a deployment runs the plan: its schedule, next run
+        from .status_deployment import deployment_status
+
+        extra["deployment"] = deployment_status(str(deployment_id))
     view = build_view(spec, states)
     if as_json:
         print_json(view, extra)

@@ -92,6 +92,10 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
                 f"[magenta]{label}[/]: {s.id}: {a.get('action')} (key {a.get('key')}, "
                 f"intent at {str(a.get('at'))[:19]})"
             )
+    if extra.get("deployment"):
+        from .status_deployment import deployment_line
+
+        console.print(deployment_line(extra["deployment"]), markup=False)
     if extra.get("last_run"):
         lr = extra["last_run"]
         console.print(f"last run: {lr.get('result')} at {lr.get('at')} by {lr.get('executor')}")

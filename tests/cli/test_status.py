@@ -374,3 +374,45 @@ def test_folder_names_that_look_like_url_escapes(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a%20b c"]
     assert status_json(plan, code=0)["complete"] is True
     assert status_json(plan, "--rebuild", code=0)["rebuilt"] == {"steps": 1, "changed": False}
+
+
+def test_status_names_the_deployment_and_says_when_its_server_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    """A plan a deployment runs: status shows the deployment (schedule and next run come from
+    the Prefect server: tests/team/test_team_server.py); a server that does not answer is said
+    in one line, and the ledger's view and exit code stand."""
+    from prefect_waymark.ledger.events import EventKind
+
+    dep = "5f0e7c1e-3b55-4b8e-9a49-0c1b2d3e4f50"
+    plan = write_plan(tmp_path, PLAN_DOC)
+    url = f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}"
+    with open_ledger(url) as led:
+        led.record(
+            "status-plan",
+            EventKind.run_started,
+            run_id="run-1",
+            flow_run_id=None,
+            executor="worker-a/run",
+            workdir=str(tmp_path),
+            host="h",
+            pid=1,
+            plan_hash="",
+            step_hashes={},
+            started_from="fetch",
+            max_steps=None,
+            until=None,
+            deployment_id=dep,
+        )
+    dead = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    proc = run_cli("status", str(plan), env=dead, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"deployment: {dep} (not read: http://127.0.0.1:9/api: ConnectError" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    proc = run_cli("status", str(plan), "--json", env=dead, timeout=60)
+    shown = json.loads(proc.stdout)["deployment"]
+    assert shown["id"] == dep and shown["unreachable"].startswith("http://127.0.0.1:9/api:")
+    # A plan no deployment ran has no deployment key, and status contacts no server.
+    other = write_plan(tmp_path / "other", {**PLAN_DOC, "plan_id": "never-deployed"})
+    proc = run_cli("status", str(other), "--json", env=dead, timeout=60)
+    assert "deployment" not in json.loads(proc.stdout)

@@ -242,6 +242,13 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
     assert all(r.auto_scheduled for r in upcoming)
     soonest = min(r.expected_start_time for r in upcoming)
     assert soonest >= deployed_at + timedelta(seconds=3500), soonest
+    # `waymark status` shows the deployment, its schedule and that next run.
+    proc = _waymark(srv, "status", str(plan), "--ledger", ledger, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shown = json.loads(proc.stdout)["deployment"]
+    assert shown["id"] == str(dep.id) and shown["name"] == DEPLOYMENT, shown
+    assert shown["schedules"] == [{"schedule": "every 3600 s", "active": True}], shown
+    assert datetime.fromisoformat(shown["next_run"]) == soonest, (shown, soonest)
 
     # 2. Two runs at once: one after the other (concurrency limit 1), and one budget between them
     # (their schedule slot's): the first runs analyse, then check-figures fails once on purpose;
@@ -357,3 +364,8 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
         (sched,) = client.read_deployment(dep.id).schedules
     assert sched.active is False
     assert _scheduled_runs(srv, dep.id) == []
+    proc = _waymark(srv, "status", str(plan), "--ledger", ledger)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"deployment: {DEPLOYMENT} · every 3600 s (paused) · no run scheduled" in proc.stdout, (
+        proc.stdout
+    )
