@@ -5,8 +5,9 @@ The flow is loaded by **module path** (entrypoint ``prefect_waymark.flows.run_pl
 ``run_plan`` lives in a package with relative imports, so the file-path entrypoint Prefect would
 write (``prefect_waymark/flows/run_plan.py:run_plan``) deploys and then crashes every run. One run
 at a time (``concurrency_limit: 1``); a run triggered while another is running waits its turn
-(collision strategy ``ENQUEUE``), so each run starts from where the one before it stopped and
-``max_steps`` is a budget per run that runs never share.
+(collision strategy ``ENQUEUE``), so each run starts from where the one before it stopped, and
+``max_steps`` is a budget per schedule slot that runs triggered together share
+(:mod:`prefect_waymark.run.slot_budget`).
 
 A deployment **from a git source** (``waymark deploy --source URL``) instead clones the repository
 for each flow run (Prefect's ``git_clone`` pull step) and loads the flow from the file

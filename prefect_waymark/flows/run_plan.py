@@ -40,7 +40,9 @@ from ..review.suspend import (
     SUSPENSION_EVENT_KINDS,
     in_deployment_run,
     open_suspension,
+    record_suspension,
     suspend_now,
+    take_up,
 )
 from ..run.identity import execution_run_id, flow_executor
 from ..run.log_filters import install_log_filters
@@ -304,7 +306,7 @@ def _run_steps(
             ledger.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)), run.flow_run_id
         )
         if resumed is not None:
-            gate.take_up(resumed)
+            take_up(gate, resumed)
             states = ledger.step_states(spec.plan_id)
     observers: list[RunObserver] = run_observers(gate, run.workdir) if run.publish_artifacts else []
     runtime = StepRuntime(
@@ -348,7 +350,7 @@ def _run_steps(
     suspend = None
     if view.needs_review:
         result = "needs_review"
-        suspend = gate.suspension(view.needs_review)
+        suspend = record_suspension(gate, view.needs_review)
     elif outcome.failed or outcome.refused:
         result = "failed"
     elif view.complete:

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from ..ledger.events import ProgressEvent
     from ..plan.spec import PlanSpec, StepSpec
     from .signal import ReviewInput
-    from .suspend import Suspension
 
 __all__ = ["AbortCheck", "GateOutcome", "ReviewGate"]
 
@@ -304,82 +303,6 @@ class ReviewGate:
             return
         self.log.info("review: action %s (key %s) recorded %s", rec.action, rec.key, outcome)
 
-    # -- suspending (a deployment's run: :mod:`.suspend`) ------------------------------------
-    def suspension(self, view_needs_review: list[dict[str, Any]]) -> tuple[str, str] | None:
-        """At the end of a deployment's run that stopped for review: record that the flow run
-        suspends for the first stop it would have paused for, if that stop is still open (not
-        answered, not moved on by another run); return the pause key and the form's text."""
-        if self.suspend_for is None or self.aborted is not None:
-            return None
-        step_id, seq, verdict = self.suspend_for
-        if step_id not in {str(item["step"]) for item in view_needs_review}:
-            return None
-        if self._stop_seqs().get(step_id) != seq:
-            return None  # stopped again by another run since: that run's stop is the one open
-        from prefect.runtime import flow_run
-
-        from .suspend import suspend_key
-
-        key = suspend_key(seq)
-        self.ledger.record(
-            self.plan.plan_id,
-            EventKind.review_waiting,
-            step_id=step_id,
-            run_id=self.run_id,
-            flow_run_id=str(flow_run.get_id()),
-            timeout_seconds=self.wait_seconds,
-            suspended=True,
-            pause_key=key,
-        )
-        self.log.warning(
-            "step %s: the flow run suspends up to %ss for an answer (accept / rerun / abort): "
-            "its worker is free meanwhile; answer in the Prefect UI (open the flow run, press "
-            "Resume) or with `waymark review PLAN --step %s --accept|--rerun|--abort`, which "
-            "resumes it; any worker of the pool then picks it up",
-            step_id,
-            self.wait_seconds,
-            step_id,
-        )
-        return key, self.describe(step_id, verdict)
-
-    def take_up(self, suspension: Suspension) -> None:
-        """This run is the resumed execution of a suspended flow run: apply the answer it was
-        resumed with (unless the stop was answered meanwhile), and record that it did."""
-        from .suspend import read_answer
-
-        step_id = suspension.step_id
-        try:
-            answer = read_answer(suspension)
-        except Exception as exc:  # noqa: BLE001 - the ledger still holds the stop
-            self.log.warning("could not read the answer this flow run was resumed with: %s", exc)
-            answer = None
-        applied = False
-        if suspension.answered:
-            self.log.info(
-                "resumed after step %s was answered (e.g. with `waymark review`): that answer "
-                "stands; the run goes on from the ledger",
-                step_id,
-            )
-        elif answer is None:
-            self.log.warning(
-                "resumed without an answer: step %s still waits for review; answer with "
-                "`waymark review PLAN --step %s --accept|--rerun|--abort`",
-                step_id,
-                step_id,
-            )
-        else:
-            applied = self.apply_answer(step_id, answer) != "moved"
-        self.ledger.record(
-            self.plan.plan_id,
-            EventKind.review_resumed,
-            step_id=step_id,
-            run_id=self.run_id,
-            flow_run_id=suspension.flow_run_id,
-            pause_key=suspension.key,
-            decision=answer.decision if answer is not None else "",
-            applied=applied,
-        )
-
     # -- announcements ---------------------------------------------------------------------
     def announce(
         self, steps: list[dict[str, Any]], *, new_stops: dict[str, int] | None = None
@@ -394,7 +317,7 @@ class ReviewGate:
         stops = dict(new_stops or {})
         older = [s for s in fresh if str(s["step"]) not in stops]
         if older:  # stops left by earlier runs: announced already? (two reads, not per step)
-            stops.update({k: v for k, v in self._stop_seqs().items() if k not in stops})
+            stops.update({k: v for k, v in self.stop_seqs().items() if k not in stops})
             done = {
                 seq
                 for ev in self.ledger.events(self.plan.plan_id, kinds=[EventKind.review_announced])
@@ -419,7 +342,7 @@ class ReviewGate:
             stops={str(s["step"]): stops[str(s["step"])] for s in fresh if str(s["step"]) in stops},
         )
 
-    def _stop_seqs(self) -> dict[str, int]:
+    def stop_seqs(self) -> dict[str, int]:
         """Each step's latest needs_review event (its seq identifies the stop)."""
         found: dict[str, int] = {}
         for ev in self.ledger.events(self.plan.plan_id, kinds=[EventKind.step_needs_review]):

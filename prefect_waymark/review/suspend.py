@@ -28,6 +28,7 @@ from uuid import UUID
 from ..ledger.events import EventKind, ProgressEvent
 
 if TYPE_CHECKING:
+    from .gate import ReviewGate
     from .signal import ReviewInput
 
 __all__ = [
@@ -37,9 +38,11 @@ __all__ = [
     "open_suspension",
     "open_suspensions",
     "read_answer",
+    "record_suspension",
     "resume_suspended",
     "suspend_key",
     "suspend_now",
+    "take_up",
 ]
 
 #: Stops that close a suspension besides ``review_resumed``: an answer to its step, an abort.
@@ -170,3 +173,78 @@ def resume_suspended(suspensions: Sequence[Suspension], answer: dict[str, Any]) 
                 "goes on from here"
             )
     return lines
+
+
+def record_suspension(
+    gate: ReviewGate, view_needs_review: list[dict[str, Any]]
+) -> tuple[str, str] | None:
+    """At the end of a deployment's run that stopped for review: record that the flow run
+    suspends for the first stop it would have paused for, if that stop is still open (not
+    answered, not moved on by another run); return the pause key and the form's text."""
+    if gate.suspend_for is None or gate.aborted is not None:
+        return None
+    step_id, seq, verdict = gate.suspend_for
+    if step_id not in {str(item["step"]) for item in view_needs_review}:
+        return None
+    if gate.stop_seqs().get(step_id) != seq:
+        return None  # stopped again by another run since: that run's stop is the one open
+    from prefect.runtime import flow_run
+
+    key = suspend_key(seq)
+    gate.ledger.record(
+        gate.plan.plan_id,
+        EventKind.review_waiting,
+        step_id=step_id,
+        run_id=gate.run_id,
+        flow_run_id=str(flow_run.get_id()),
+        timeout_seconds=gate.wait_seconds,
+        suspended=True,
+        pause_key=key,
+    )
+    gate.log.warning(
+        "step %s: the flow run suspends up to %ss for an answer (accept / rerun / abort): "
+        "its worker is free meanwhile; answer in the Prefect UI (open the flow run, press "
+        "Resume) or with `waymark review PLAN --step %s --accept|--rerun|--abort`, which "
+        "resumes it; any worker of the pool then picks it up",
+        step_id,
+        gate.wait_seconds,
+        step_id,
+    )
+    return key, gate.describe(step_id, verdict)
+
+
+def take_up(gate: ReviewGate, suspension: Suspension) -> None:
+    """This run is the resumed execution of a suspended flow run: apply the answer it was
+    resumed with (unless the stop was answered meanwhile), and record that it did."""
+    step_id = suspension.step_id
+    try:
+        answer = read_answer(suspension)
+    except Exception as exc:  # noqa: BLE001 - the ledger still holds the stop
+        gate.log.warning("could not read the answer this flow run was resumed with: %s", exc)
+        answer = None
+    applied = False
+    if suspension.answered:
+        gate.log.info(
+            "resumed after step %s was answered (e.g. with `waymark review`): that answer "
+            "stands; the run goes on from the ledger",
+            step_id,
+        )
+    elif answer is None:
+        gate.log.warning(
+            "resumed without an answer: step %s still waits for review; answer with "
+            "`waymark review PLAN --step %s --accept|--rerun|--abort`",
+            step_id,
+            step_id,
+        )
+    else:
+        applied = gate.apply_answer(step_id, answer) != "moved"
+    gate.ledger.record(
+        gate.plan.plan_id,
+        EventKind.review_resumed,
+        step_id=step_id,
+        run_id=gate.run_id,
+        flow_run_id=suspension.flow_run_id,
+        pause_key=suspension.key,
+        decision=answer.decision if answer is not None else "",
+        applied=applied,
+    )
