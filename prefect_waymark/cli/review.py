@@ -9,8 +9,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..ledger import Ledger
+from ..models import utcnow
 from ..review.decisions import Decision, ReviewError, apply_decision
-from ..review.suspend import SUSPENSION_EVENT_KINDS, open_suspensions, resume_suspended
+from ..review.suspend import (
+    SUSPENSION_EVENT_KINDS,
+    Suspension,
+    open_suspensions,
+    resume_suspended,
+)
 from ..run import exit_codes
 from ..run.identity import default_executor
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
@@ -44,23 +51,25 @@ def review_command(
         fail(f"{plan}: no ledger yet; the plan has not run, so nothing needs review")
     who = by or default_executor()
     with led:
+        unanswered = {s.flow_run_id for s in _suspensions(led, spec.plan_id) if not s.answered}
         try:
             done = apply_decision(led, spec, decision, step_id=step, by=who, reason=reason)
         except ReviewError as exc:
             print(f"waymark: {exc}", file=sys.stderr)
             return exit_codes.BAD_INPUT
+        # Flow runs suspended for the stop this answer just closed (none is resumed twice).
         waiting = [
-            s
-            for s in open_suspensions(led.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)))
-            if s.answered
+            s for s in _suspensions(led, spec.plan_id) if s.answered and s.flow_run_id in unanswered
         ]
     for line in done:
         print(f"{spec.plan_id}: {line}")
-    if waiting:  # flow runs suspended for this answer: resume them with it (issue 12, item 5)
-        from .run_command import configure_prefect
-
-        configure_prefect()
+    if waiting:  # resume them with the answer (issue 12, item 5)
         answer = {"decision": decision, "receipt": "", "reason": reason, "by": who}
         for line in resume_suspended(waiting, answer):
             print(f"{spec.plan_id}: {line}")
     return exit_codes.OK
+
+
+def _suspensions(led: Ledger, plan_id: str) -> list[Suspension]:
+    events = led.events(plan_id, kinds=list(SUSPENSION_EVENT_KINDS))
+    return open_suspensions(events, now=utcnow())

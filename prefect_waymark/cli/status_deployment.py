@@ -1,7 +1,8 @@
 """``waymark status``'s deployment line: the deployment whose runs advance the plan, its
-schedules and its next run — read from the Prefect API over plain HTTP (no Prefect import, two
-seconds at most), only when the ledger says a deployment ran the plan and a server is known
-(``PREFECT_API_URL``, or the local server waymark started). Never starts a server."""
+schedules and its next run — read from the Prefect API over plain HTTP (no Prefect import; the
+three requests share one deadline of a few seconds), only when the ledger says a deployment ran
+the plan and a server is known (``PREFECT_API_URL``, or the local server waymark started). Never
+starts a server."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import httpx
 
 __all__ = ["deployment_status", "describe_schedule"]
 
-_TIMEOUT = 2.0
+_DEADLINE = 4.0  # seconds for all the requests together
 
 
 def _api_url() -> str | None:
@@ -46,15 +47,22 @@ def deployment_status(deployment_id: str) -> dict[str, Any]:
     if api is None:
         out["unreachable"] = "no Prefect server known (PREFECT_API_URL is not set)"
         return out
+    import time
+
+    end = time.monotonic() + _DEADLINE
+
+    def left() -> float:
+        return max(0.1, end - time.monotonic())
+
     try:
-        with httpx.Client(base_url=api, timeout=_TIMEOUT) as http:
-            dep = http.get(f"/deployments/{deployment_id}")
+        with httpx.Client(base_url=api) as http:
+            dep = http.get(f"/deployments/{deployment_id}", timeout=left())
             if dep.status_code == 404:
                 out["unreachable"] = f"the server at {api} has no deployment {deployment_id}"
                 return out
             dep.raise_for_status()
             body = dep.json()
-            flow = http.get(f"/flows/{body['flow_id']}")
+            flow = http.get(f"/flows/{body['flow_id']}", timeout=left())
             flow_name = flow.json().get("name", "?") if flow.status_code == 200 else "?"
             runs = http.post(
                 "/flow_runs/filter",
@@ -66,19 +74,24 @@ def deployment_status(deployment_id: str) -> dict[str, Any]:
                     "sort": "EXPECTED_START_TIME_ASC",
                     "limit": 1,
                 },
+                timeout=left(),
             )
             runs.raise_for_status()
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
+            found = runs.json()
+            out["name"] = f"{flow_name}/{body.get('name', '?')}"
+            out["paused"] = bool(body.get("paused"))
+            out["schedules"] = [
+                {
+                    "schedule": describe_schedule(s.get("schedule") or {}),
+                    "active": bool(s.get("active")),
+                }
+                for s in body.get("schedules") or []
+            ]
+            out["next_run"] = found[0].get("expected_start_time") if found else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        for key in ("name", "paused", "schedules", "next_run"):
+            out.pop(key, None)
         out["unreachable"] = f"{api}: {type(exc).__name__}: {str(exc)[:160]}"
-        return out
-    out["name"] = f"{flow_name}/{body.get('name', '?')}"
-    out["paused"] = bool(body.get("paused"))
-    out["schedules"] = [
-        {"schedule": describe_schedule(s.get("schedule") or {}), "active": bool(s.get("active"))}
-        for s in body.get("schedules") or []
-    ]
-    found = runs.json()
-    out["next_run"] = found[0].get("expected_start_time") if found else None
     return out
 
 

@@ -242,12 +242,37 @@ def run_plan(
         run.finish(summary, states, view)
         end = final_state(summary, view, ledger)  # Stopped, NeedsReview, Aborted, Failed, ...
         after_deployment_run(summary.result, end.message, ledger, spec.plan_id, logger)
+        logger.info("%s", summary.text())
+        if suspend is not None:  # a deployment's run: the process ends here, the worker is free
+            _suspend(run, suspend, review_wait_seconds)
     finally:
         ledger.close()
-    logger.info("%s", summary.text())
-    if suspend is not None:  # a deployment's run: the process ends here, the worker is free
-        suspend_now(suspend[0], review_wait_seconds, suspend[1])
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
+
+
+def _suspend(run: RunRecord, suspend: tuple[str, str], wait_seconds: float) -> None:
+    """Suspend the flow run (Prefect's ``Pause`` ends it); if Prefect refuses, the run ends
+    stopped for review like any other, and the ledger says the suspension did not happen."""
+    key, description = suspend
+    try:
+        suspend_now(key, wait_seconds, description)
+    except Exception as exc:  # noqa: BLE001 - Pause is not an Exception: it passes through
+        run.logger.warning(
+            "could not suspend the flow run (%s: %s): it ends stopped for review; answer with "
+            "`waymark review`, and the next run follows the answer",
+            type(exc).__name__,
+            exc,
+        )
+        run.ledger.record(
+            run.spec.plan_id,
+            EventKind.review_resumed,
+            run_id=run.run_id,
+            flow_run_id=str(run.flow_run_id),
+            pause_key=key,
+            decision="",
+            applied=False,
+            error=f"not suspended: {type(exc).__name__}: {str(exc)[:300]}",
+        )
 
 
 def _execution_run_id(ledger: Ledger, plan_id: str, flow_run_id: str) -> str:

@@ -334,14 +334,19 @@ class ReviewWaitingData(_ReviewWaitingRequired, total=False):
     pause_key: str
 
 
-class ReviewResumedData(TypedDict):
-    """A suspended flow run's resumed execution took up its stop: the answer it found
-    (``decision`` empty: none), and whether it applied it (not when answered meanwhile)."""
-
+class _ReviewResumedRequired(TypedDict):
     flow_run_id: str
     pause_key: str
     decision: str
     applied: bool
+
+
+class ReviewResumedData(_ReviewResumedRequired, total=False):
+    """A suspended flow run's resumed execution took up its stop: the answer it found
+    (``decision`` empty: none), and whether it applied it (not when answered meanwhile); or
+    (``error``) the run could not suspend at all, and this closes its ``review_waiting``."""
+
+    error: str
 
 
 class ReviewAnnouncedData(TypedDict):

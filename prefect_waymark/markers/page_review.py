@@ -52,6 +52,10 @@ def review_section(
         out += [f"- **{name}** — {effects[name]}" for name in ("accept", "rerun", "abort")]
         out += ["", "**How to answer:**"]
         suspended = paused_here and pause is not None and bool(pause.data.get("suspended"))
+        if suspended and pause is not None:
+            wait = timedelta(seconds=float(pause.data.get("timeout_seconds", 0)))
+            if pause.at + wait < now:  # Prefect failed the suspended run: nobody can resume it
+                paused_here = suspended = False
         if paused_here and pause is not None and suspended:
             until = pause.at + timedelta(seconds=float(pause.data.get("timeout_seconds", 0)))
             run_link = link("its flow run", flow_run_url(ui_url, pause.data.get("flow_run_id")))

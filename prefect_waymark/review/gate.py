@@ -136,9 +136,9 @@ class ReviewGate:
         )
         if self.wait_seconds <= 0 or not _in_flow_run() or self.aborted is not None:
             return "needs_review"
-        from .suspend import in_deployment_run
+        from ..run.schedule_lifecycle import own_deployment_id
 
-        if in_deployment_run():
+        if own_deployment_id() is not None:  # a deployment's run suspends (review/suspend.py)
             if self.suspend_for is None and stored.seq is not None:
                 self.suspend_for = (step_id, stored.seq, verdict)
                 self.log.warning(

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from ..errors import ReviewError
 from ..ledger.events import EventKind, ProgressEvent
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ __all__ = [
     "in_deployment_run",
     "open_suspension",
     "open_suspensions",
+    "prefect_api_known",
     "read_answer",
     "record_suspension",
     "resume_suspended",
@@ -70,10 +73,15 @@ def in_deployment_run() -> bool:
 
 @dataclass(frozen=True)
 class Suspension:
-    """A ``review_waiting`` event of a suspended flow run, and whether an answer closed it."""
+    """A ``review_waiting`` event of a suspended flow run, and the answer that closed its stop
+    meanwhile, if one did (``answered_seq``: that answer's ledger sequence)."""
 
     event: ProgressEvent
-    answered: bool
+    answered_seq: int | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.answered_seq is not None
 
     @property
     def flow_run_id(self) -> str:
@@ -87,23 +95,34 @@ class Suspension:
     def step_id(self) -> str:
         return str(self.event.step_id or "")
 
+    def expired(self, now: datetime) -> bool:
+        """Its wait is over: Prefect fails a suspended run that was not resumed in time."""
+        timeout = float(self.event.data.get("timeout_seconds") or 0)
+        return self.event.at + timedelta(seconds=timeout) < now
 
-def open_suspensions(events: Sequence[ProgressEvent]) -> list[Suspension]:
+
+def open_suspensions(
+    events: Sequence[ProgressEvent], *, now: datetime | None = None
+) -> list[Suspension]:
     """The suspended flow runs no resumed execution has taken up yet, oldest first (from the
     plan's ``review_waiting``, ``review_resumed`` and answer events, in ledger order); each says
-    whether its stop was answered meanwhile (e.g. by ``waymark review``)."""
+    whether its stop was answered meanwhile (e.g. by ``waymark review``). Given ``now``, those
+    whose wait is over are left out (nobody can resume them any more)."""
     found: dict[str, Suspension] = {}
     for ev in events:
         fr = str(ev.data.get("flow_run_id") or "")
         if ev.kind == EventKind.review_waiting and ev.data.get("suspended") and fr:
-            found[fr] = Suspension(ev, answered=False)
+            found[fr] = Suspension(ev)
         elif ev.kind == EventKind.review_resumed:
             found.pop(fr, None)
         elif ev.kind in _CLOSING:
             for fr_id, s in list(found.items()):
+                if s.answered:
+                    continue
                 if ev.kind == EventKind.plan_aborted or ev.step_id == s.step_id:
-                    found[fr_id] = Suspension(s.event, answered=True)
-    return list(found.values())
+                    found[fr_id] = Suspension(s.event, ev.seq if ev.seq is not None else -1)
+    out = list(found.values())
+    return out if now is None else [s for s in out if not s.expired(now)]
 
 
 def open_suspension(events: Sequence[ProgressEvent], flow_run_id: str) -> Suspension | None:
@@ -125,22 +144,55 @@ def suspend_now(key: str, timeout_seconds: float, description: str | None) -> No
     suspend_flow_run(wait_for_input=form, timeout=max(1, int(timeout_seconds)), key=key)
 
 
-def read_answer(suspension: Suspension) -> ReviewInput | None:
+def read_answer(suspension: Suspension, attempts: int = 4) -> ReviewInput | None:
     """The answer given to ``suspension`` (the UI form's, or the one ``waymark review`` resumed
-    the run with); ``None`` if the run was resumed without one."""
+    the run with); ``None`` if the run was resumed without one. A failing read is tried again
+    (``attempts`` in all, 1 s apart), then raises: the answer must not be taken for none."""
+    import time
+
     from prefect.input.actions import read_flow_run_input
     from prefect.input.run_input import keyset_from_base_key
 
     from .signal import ReviewInput
 
     keyset = keyset_from_base_key(f"suspended-{suspension.key}")
-    value = read_flow_run_input(keyset["response"], flow_run_id=UUID(suspension.flow_run_id))
+    for attempt in range(attempts):
+        try:
+            value = read_flow_run_input(
+                keyset["response"], flow_run_id=UUID(suspension.flow_run_id)
+            )
+            break
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0)
     if not isinstance(value, dict):
         return None
     try:
         return ReviewInput(**value)
     except ValueError:
         return None
+
+
+def prefect_api_known() -> bool:
+    """Point Prefect at a server that is already there — ``PREFECT_API_URL`` (environment or
+    profile), else the local server waymark started — without ever starting one; False if
+    there is none."""
+    import os
+
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        return True
+    from ..run.local_server import find_local_server
+
+    info = find_local_server()
+    if info is None:
+        return False
+    os.environ["PREFECT_API_URL"] = info.api_url
+    return True
 
 
 def resume_suspended(suspensions: Sequence[Suspension], answer: dict[str, Any]) -> list[str]:
@@ -151,6 +203,13 @@ def resume_suspended(suspensions: Sequence[Suspension], answer: dict[str, Any]) 
     from prefect.flow_runs import resume_flow_run
 
     lines: list[str] = []
+    if suspensions and not prefect_api_known():
+        return [
+            f"flow run {s.flow_run_id} stays suspended: no Prefect server is known here "
+            "(set PREFECT_API_URL); resume it in the Prefect UI, or the next run follows the "
+            "answer"
+            for s in suspensions
+        ]
     for s in suspensions:
         try:
             resume_flow_run(UUID(s.flow_run_id), run_input=answer)
@@ -219,9 +278,13 @@ def take_up(gate: ReviewGate, suspension: Suspension) -> None:
     step_id = suspension.step_id
     try:
         answer = read_answer(suspension)
-    except Exception as exc:  # noqa: BLE001 - the ledger still holds the stop
-        gate.log.warning("could not read the answer this flow run was resumed with: %s", exc)
-        answer = None
+    except Exception as exc:
+        # Not taken for "no answer": the suspension stays open and this run fails, visibly.
+        raise ReviewError(
+            f"could not read the answer flow run {suspension.flow_run_id} was resumed with "
+            f"({type(exc).__name__}: {exc}); step {step_id} still waits for review: answer "
+            f"again with `waymark review PLAN --step {step_id} --accept|--rerun|--abort`"
+        ) from exc
     applied = False
     if suspension.answered:
         gate.log.info(

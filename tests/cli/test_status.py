@@ -376,25 +376,53 @@ def test_folder_names_that_look_like_url_escapes(tmp_path: Path) -> None:
     assert status_json(plan, "--rebuild", code=0)["rebuilt"] == {"steps": 1, "changed": False}
 
 
-def test_status_names_the_deployment_and_says_when_its_server_cannot_be_read(
-    tmp_path: Path,
-) -> None:
-    """A plan a deployment runs: status shows the deployment (schedule and next run come from
-    the Prefect server: tests/team/test_team_server.py); a server that does not answer is said
-    in one line, and the ledger's view and exit code stand."""
+class _HtmlServer:
+    """A real HTTP server on 127.0.0.1 that answers every request with an HTML page (a proxy's
+    login page, say) and counts the requests."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        counter = self
+        self.requests: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _page(self) -> None:
+                counter.requests.append(self.path)
+                body = b"<html>please log in</html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = _page
+            do_POST = _page
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/api"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _record_run(url: str, plan_id: str, workdir: Path, **extra: Any) -> None:
     from prefect_waymark.ledger.events import EventKind
 
-    dep = "5f0e7c1e-3b55-4b8e-9a49-0c1b2d3e4f50"
-    plan = write_plan(tmp_path, PLAN_DOC)
-    url = f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}"
     with open_ledger(url) as led:
         led.record(
-            "status-plan",
+            plan_id,
             EventKind.run_started,
             run_id="run-1",
             flow_run_id=None,
             executor="worker-a/run",
-            workdir=str(tmp_path),
+            workdir=str(workdir),
             host="h",
             pid=1,
             plan_hash="",
@@ -402,8 +430,21 @@ def test_status_names_the_deployment_and_says_when_its_server_cannot_be_read(
             started_from="fetch",
             max_steps=None,
             until=None,
-            deployment_id=dep,
+            **extra,
         )
+
+
+def test_status_names_the_deployment_and_says_when_its_server_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    """A plan a deployment runs: status shows the deployment (schedule and next run come from
+    the Prefect server: tests/team/test_team_server.py); a server that does not answer, or
+    answers with something else than the API, is said in one line, and the ledger's view and
+    exit code stand. A plan whose runs came from no deployment makes no request at all."""
+    dep = "5f0e7c1e-3b55-4b8e-9a49-0c1b2d3e4f50"
+    plan = write_plan(tmp_path, PLAN_DOC)
+    _record_run(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}", "status-plan", tmp_path,
+                deployment_id=dep)  # fmt: skip
     dead = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
     proc = run_cli("status", str(plan), env=dead, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -412,7 +453,21 @@ def test_status_names_the_deployment_and_says_when_its_server_cannot_be_read(
     proc = run_cli("status", str(plan), "--json", env=dead, timeout=60)
     shown = json.loads(proc.stdout)["deployment"]
     assert shown["id"] == dep and shown["unreachable"].startswith("http://127.0.0.1:9/api:")
-    # A plan no deployment ran has no deployment key, and status contacts no server.
-    other = write_plan(tmp_path / "other", {**PLAN_DOC, "plan_id": "never-deployed"})
-    proc = run_cli("status", str(other), "--json", env=dead, timeout=60)
-    assert "deployment" not in json.loads(proc.stdout)
+
+    html = _HtmlServer()
+    try:
+        proc = run_cli("status", str(plan), env={"PREFECT_API_URL": html.url}, timeout=60)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"deployment: {dep} (not read: {html.url}: JSONDecodeError" in proc.stdout
+        assert "Traceback" not in proc.stdout + proc.stderr
+        assert html.requests == [f"/api/deployments/{dep}"]
+        # Runs from no deployment (e.g. `waymark run`): no deployment key, no request.
+        other = tmp_path / "other"
+        plain = write_plan(other, {**PLAN_DOC, "plan_id": "never-deployed"})
+        _record_run(f"sqlite:///{other / '.waymark' / 'ledger.db'}", "never-deployed", other)
+        proc = run_cli("status", str(plain), "--json", env={"PREFECT_API_URL": html.url})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "deployment" not in json.loads(proc.stdout)
+        assert html.requests == [f"/api/deployments/{dep}"]
+    finally:
+        html.close()

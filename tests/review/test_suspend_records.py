@@ -39,13 +39,21 @@ def test_a_suspension_stays_open_until_its_resumed_execution_takes_it_up() -> No
     events = [_suspended("b", FR1, 7)]
     (s,) = open_suspensions(events)
     assert (s.flow_run_id, s.step_id, s.key, s.answered) == (FR1, "b", "waymark-review-7", False)
+    assert open_suspensions(events, now=utcnow()) == [s]  # its 600 s wait is not over
     # The run's own end (its process exits with the suspend) does not close it ...
     events.append(_ev(EventKind.run_finished, run=FR1, result="needs_review"))
     assert open_suspension(events, FR1) is not None
     # ... an answer to its step marks it answered (waymark review then resumes it) ...
-    events.append(_ev(EventKind.step_review_accepted, "b", by="ann"))
+    accepted = _ev(EventKind.step_review_accepted, "b", by="ann")
+    accepted.seq = 12
+    events.append(accepted)
     (s,) = open_suspensions(events)
-    assert s.answered is True
+    assert s.answered is True and s.answered_seq == 12
+    # A later answer (the same step stopped and answered again) does not re-answer it.
+    again = _ev(EventKind.step_rerun_requested, "b", by="bob")
+    again.seq = 15
+    (s,) = open_suspensions([*events, again])
+    assert s.answered_seq == 12
     # ... and the resumed execution's review_resumed closes it.
     events.append(_ev(EventKind.review_resumed, "b", f"{FR1}-r2", flow_run_id=FR1, pause_key=s.key))
     assert open_suspensions(events) == []
@@ -66,6 +74,14 @@ def test_an_answer_to_another_step_leaves_a_suspension_unanswered() -> None:
     # An abort answers every suspension.
     events.append(_ev(EventKind.plan_aborted, by="ann"))
     assert all(s.answered for s in open_suspensions(events))
+
+
+def test_a_suspension_whose_wait_is_over_is_not_offered() -> None:
+    old = _suspended("b", FR1, 7)
+    old.at = utcnow() - timedelta(seconds=601)  # Prefect has failed the run: nobody resumes it
+    assert open_suspensions([old], now=utcnow()) == []
+    # The resumed execution's lookup does not care: a run resumed in time is taken up.
+    assert open_suspension([old], FR1) is not None
 
 
 def test_a_paused_run_is_not_a_suspension() -> None:
