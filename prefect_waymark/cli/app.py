@@ -19,6 +19,7 @@ from ._common import (
     preflight_run_or_exit,
     workdir_for,
 )
+from .agent_commands import block, done, fail_command, next_command, start, tick
 from .deploy_command import deploy, serve
 from .init_command import init
 from .options import (
@@ -193,6 +194,12 @@ app.command(name="rename-plan")(rename_plan)
 app.command()(init)
 app.command()(deploy)
 app.command()(serve)
+app.command(name="next")(next_command)
+app.command()(start)
+app.command()(tick)
+app.command()(done)
+app.command(name="fail")(fail_command)
+app.command()(block)
 
 
 @app.command()

@@ -42,6 +42,9 @@ class LoopOutcome:
     #: holds; that run goes on with them).
     stopped_by: str | None = None
     busy: dict[str, str] = field(default_factory=dict)
+    #: "waiting": agent or manual steps (``kind: agent | manual``) the run cannot do itself,
+    #: with who they wait for (the step's owner, else its kind).
+    waiting: dict[str, str] = field(default_factory=dict)
 
 
 class StepRecords:
@@ -104,6 +107,9 @@ class StepRecords:
             if dep in self.values:
                 values[dep] = self.values[dep]
                 continue
+            if self.specs[dep].checked_in:  # done outside the flow: what was checked in
+                values[dep] = self.values[dep] = self.checked_in_value(dep)
+                continue
             key = self.result_keys.get(dep)
             try:
                 if key is None:
@@ -120,6 +126,17 @@ class StepRecords:
                 )
                 return None
         return values
+
+    def checked_in_value(self, sid: str) -> dict[str, Any]:
+        """An agent's or a person's step as downstream steps see it (``ctx.upstream``): who
+        did it, its outputs (path -> sha256) and the evidence per acceptance item."""
+        st = self.ledger.step_states(self.plan.plan_id).get(sid)
+        return {
+            "kind": self.specs[sid].kind,
+            "executor": st.executor if st else None,
+            "outputs": dict(st.outputs) if st else {},
+            "evidence": dict(st.evidence) if st else {},
+        }
 
     def release_running(self, held: list[str], why: str) -> None:
         """The loop stops on an error (or Ctrl-C): record this run's running steps interrupted,

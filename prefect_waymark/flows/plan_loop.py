@@ -51,6 +51,7 @@ class PlanLoop(StepRecords):
         until: str | None = None,
         poll_seconds: float = 0.2,
         lease_seconds: float = 60.0,
+        agent_wait_seconds: float = 0,
         guards: list[GuardBase] | None = None,
         observers: list[RunObserver] | None = None,
     ) -> None:
@@ -68,6 +69,9 @@ class PlanLoop(StepRecords):
         self.until = until
         self.poll = poll_seconds
         self.lease = lease_seconds
+        self.agent_wait = agent_wait_seconds
+        self._agent_deadline: float | None = None
+        self._announced_waits: set[str] = set()
         self.branches = {s.branch for s in self.plan.steps}
         self.targets = self._targets()
         #: branch -> the run that held it when this run last tried to start a step there.
@@ -158,6 +162,8 @@ class PlanLoop(StepRecords):
                         break  # every branch has a step of this run in progress
                     if not self._ready(sid, failed_here):
                         continue
+                    if self.specs[sid].checked_in:
+                        continue  # an agent's or a person's: see _wait_for_checkins
                     branch = self.specs[sid].branch
                     if branch in active:
                         continue
@@ -194,6 +200,10 @@ class PlanLoop(StepRecords):
                 continue
             for sid, (task, args) in launches:
                 running[task.submit(*args)] = sid
+            if not running and not launches and not review_stop:
+                if self._wait_for_checkins(out, failed_here):
+                    busy_until.clear()
+                    continue
             if not running:
                 if not waiting or review_stop:
                     break
@@ -223,6 +233,57 @@ class PlanLoop(StepRecords):
             if busy_until:
                 self.refresh()
                 busy_until = {b: t for b, t in busy_until.items() if t > time.monotonic()}
+
+    def _waiting_checkins(self, failed_here: set[str]) -> dict[str, str]:
+        """The agent and manual steps this run is stuck behind: ready, or in progress by
+        their executor (step -> who it waits for)."""
+        found: dict[str, str] = {}
+        for sid in self.order:
+            spec = self.specs[sid]
+            if not spec.checked_in or sid not in self.targets or self.status[sid] == "completed":
+                continue
+            if self.status[sid] == "in_progress" or self._ready(sid, failed_here):
+                found[sid] = spec.owner or f"{spec.kind} executor"
+        return found
+
+    def _wait_for_checkins(self, out: LoopOutcome, failed_here: set[str]) -> bool:
+        """Nothing this run can start: if agent or manual steps are what it waits for, record
+        that (once per step and run) and — with ``agent_wait_seconds`` left — wait a poll for
+        a check-in and return True to look again; else note them in ``out``."""
+        waiting = self._waiting_checkins(failed_here)
+        if not waiting:
+            return False
+        for sid, who in waiting.items():
+            if sid in self._announced_waits:
+                continue
+            self._announced_waits.add(sid)
+            spec = self.specs[sid]
+            self.ledger.record(
+                self.plan.plan_id,
+                EventKind.step_waiting,
+                step_id=sid,
+                run_id=self.rt.run_id,
+                step_kind=spec.kind,
+                owner=spec.owner,
+            )
+            self.log.info(
+                "step %s (%s) waits for %s: `waymark next` shows it, `waymark start` / `done` "
+                "check it in%s",
+                sid,
+                spec.kind,
+                who,
+                f"; this run waits up to {self.agent_wait:g}s" if self.agent_wait > 0 else "",
+            )
+        now = time.monotonic()
+        if self._agent_deadline is None:
+            self._agent_deadline = now + self.agent_wait
+        if now < self._agent_deadline:
+            time.sleep(min(max(self.poll, 1.0), self._agent_deadline - now))
+            self.refresh()
+            return True
+        out.waiting = waiting
+        out.stopped_by = out.stopped_by or "waiting"
+        return False
 
     def _start(self, sid: str, busy_until: dict[str, float]) -> Launch | None:
         """Claim ``sid`` in the ledger (its branch's hold); return its task and arguments."""

@@ -24,7 +24,7 @@ from ..guards.completed import CompletedStepsGuard
 from ..guards.outputs import OutputsGuard
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
-from ..ledger import Ledger, open_ledger, resolve_ledger_url
+from ..ledger import open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
 from ..ledger.events import EventKind
 from ..ledger.plan_rename import check_not_renamed
@@ -41,10 +41,9 @@ from ..review.suspend import (
     in_deployment_run,
     open_suspension,
     record_suspension,
-    suspend_now,
     take_up,
 )
-from ..run.identity import execution_run_id, flow_executor
+from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
 from ..run.prefect_ui import final_state, run_name
@@ -55,13 +54,17 @@ from ..run.runtime import StepRuntime
 from ..run.schedule_lifecycle import after_deployment_run, own_deployment_id
 from ..run.slot_budget import SlotBudget, slot_budget
 from ..run.summary import RunResult, RunSummary
+from .next_start import next_reason, waiting_reason
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
+from .suspension import run_id_of_execution, suspend_run
 
-__all__ = ["REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
+__all__ = ["AGENT_WAIT_ENV", "REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
 
 #: The default of ``review_wait_seconds`` when the caller gives none (e.g. for `waymark run`).
 REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
+#: The default of ``agent_wait_seconds``.
+AGENT_WAIT_ENV = "WAYMARK_AGENT_WAIT_SECONDS"
 
 
 def _load(plan: str | dict[str, Any] | PlanSpec, workdir: str | None) -> PlanSpec:
@@ -79,36 +82,6 @@ def check_until(spec: PlanSpec, until: str | None) -> None:
         raise WaymarkError(f"until: plan {spec.plan_id!r} has no step {until!r}")
 
 
-def _next_reason(
-    result: RunResult,
-    loop_stop: str | None,
-    max_steps: int | None,
-    suspend: tuple[str, str] | None = None,
-    budget: SlotBudget | None = None,
-) -> str:
-    if result == "needs_review" and suspend is not None:
-        return (
-            "stopped for review; the flow run is suspended until someone answers (Prefect UI: "
-            "Resume, or `waymark review`), then goes on"
-        )
-    if result == "needs_review":
-        return "stopped for review: answer with `waymark review` or `waymark rerun`"
-    if result == "failed":
-        return "a step failed; the next run retries it"
-    if loop_stop == "max-steps" and budget is not None and budget.used:
-        return (
-            f"budget of this schedule slot reached (--max-steps {budget.max_steps}: "
-            f"{budget.used} started by earlier runs of the slot)"
-        )
-    if loop_stop == "max-steps":
-        return f"budget reached (--max-steps {budget.max_steps if budget else max_steps})"
-    if loop_stop == "until":
-        return "--until step reached"
-    if loop_stop == "busy":
-        return "another run holds the branch and goes on with it"
-    return ""
-
-
 @flow(name="waymark-run-plan", flow_run_name=run_name, log_prints=True, validate_parameters=False)
 def run_plan(
     plan: str | dict[str, Any] | PlanSpec,
@@ -123,6 +96,7 @@ def run_plan(
     publish_artifacts: bool = True,
     review_wait_seconds: float | None = None,
     checked: bool = False,
+    agent_wait_seconds: float | None = None,
 ) -> dict[str, Any]:
     """Run a plan, continuing where the last run stopped.
 
@@ -149,6 +123,10 @@ def run_plan(
             ``$WAYMARK_REVIEW_WAIT_SECONDS``, else 0.
         checked: the caller has already checked ``until`` and the marker files (``waymark
             run`` does, before Prefect starts); the flow does not check them again.
+        agent_wait_seconds: when only agent or manual steps (``kind: agent | manual``) stand
+            in the way, wait this long for their check-in (``waymark done``) and go on; 0 ends
+            the run at once, "waiting for <owner>" (exit 3). Default:
+            ``$WAYMARK_AGENT_WAIT_SECONDS``, else 0.
 
     Returns the summary dict, raises :class:`PlanRunFailed` if a step failed (states: prefect_ui).
     """
@@ -160,6 +138,8 @@ def run_plan(
         check_until(spec, until)
     if review_wait_seconds is None:
         review_wait_seconds = float(os.environ.get(REVIEW_WAIT_ENV) or 0)
+    if agent_wait_seconds is None:
+        agent_wait_seconds = float(os.environ.get(AGENT_WAIT_ENV) or 0)
     # A bad URL, an unreachable or contradicted pinned ledger: LedgerUrlError, nothing recorded.
     url = resolve_ledger_url(ledger_url, wd, pin=spec.ledger, pin_source=spec.source)
     folder = markers_folder(spec, wd, markers_dir)
@@ -179,7 +159,7 @@ def run_plan(
             ledger=ledger,
             logger=logger,
             workdir=wd,
-            run_id=_execution_run_id(ledger, spec.plan_id, str(fr_id))
+            run_id=run_id_of_execution(ledger, spec.plan_id, str(fr_id))
             if fr_id
             else uuid.uuid4().hex,
             flow_run_id=str(fr_id) if fr_id else None,
@@ -235,6 +215,7 @@ def run_plan(
                 lease_seconds,
                 review_wait_seconds,
                 budget,
+                agent_wait_seconds,
             )
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
             record_crash(run, exc)
@@ -244,48 +225,10 @@ def run_plan(
         after_deployment_run(summary.result, end.message, ledger, spec.plan_id, logger)
         logger.info("%s", summary.text())
         if suspend is not None:  # a deployment's run: the process ends here, the worker is free
-            _suspend(run, suspend, review_wait_seconds)
+            suspend_run(run, suspend, review_wait_seconds)
     finally:
         ledger.close()
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
-
-
-def _suspend(run: RunRecord, suspend: tuple[str, str], wait_seconds: float) -> None:
-    """Suspend the flow run (Prefect's ``Pause`` ends it); if Prefect refuses, the run ends
-    stopped for review like any other, and the ledger says the suspension did not happen."""
-    key, description = suspend
-    try:
-        suspend_now(key, wait_seconds, description)
-    except Exception as exc:  # noqa: BLE001 - Pause is not an Exception: it passes through
-        run.logger.warning(
-            "could not suspend the flow run (%s: %s): it ends stopped for review; answer with "
-            "`waymark review`, and the next run follows the answer",
-            type(exc).__name__,
-            exc,
-        )
-        run.ledger.record(
-            run.spec.plan_id,
-            EventKind.review_resumed,
-            run_id=run.run_id,
-            flow_run_id=str(run.flow_run_id),
-            pause_key=key,
-            decision="",
-            applied=False,
-            error=f"not suspended: {type(exc).__name__}: {str(exc)[:300]}",
-        )
-
-
-def _execution_run_id(ledger: Ledger, plan_id: str, flow_run_id: str) -> str:
-    """This execution's run id: the flow run's id, or — a deployment's suspended run resumed,
-    executed again — ``<id>-r<N>`` (Prefect's ``run_count`` does not count it)."""
-    if not in_deployment_run():
-        return flow_run_id
-    before = sum(
-        1
-        for ev in ledger.events(plan_id, kinds=[EventKind.run_started])
-        if ev.data.get("flow_run_id") == flow_run_id
-    )
-    return execution_run_id(flow_run_id, before + 1)
 
 
 def _run_steps(
@@ -297,6 +240,7 @@ def _run_steps(
     lease_seconds: float,
     review_wait_seconds: float,
     budget: SlotBudget | None = None,
+    agent_wait_seconds: float = 0,
 ) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str] | None]:
     """Run the steps; return the summary and the step states read at the end, with their view,
     and — a deployment's run that stops for review — the pause key and form text to suspend
@@ -353,6 +297,7 @@ def _run_steps(
         until=until,
         lease_seconds=lease_seconds,
         observers=observers,
+        agent_wait_seconds=agent_wait_seconds,
     )
     ctx = GuardContext(
         plan=spec,
@@ -394,8 +339,14 @@ def _run_steps(
         needs_review=view.needs_review,
         next_start=None
         if view.complete
-        else (view.needs_review[0]["step"] if view.needs_review else view.next_step),
-        next_start_reason=_next_reason(result, outcome.stopped_by, max_steps, suspend, budget),
+        else (
+            view.needs_review[0]["step"]
+            if view.needs_review
+            else next(iter(outcome.waiting), None) or view.next_step
+        ),
+        next_start_reason=waiting_reason(outcome.waiting)
+        if outcome.stopped_by == "waiting" and result == "stopped"
+        else next_reason(result, outcome.stopped_by, max_steps, suspend, budget),
     )
     return summary, states, view, suspend
 

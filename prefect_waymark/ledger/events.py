@@ -62,6 +62,9 @@ class EventKind(_ValueEnum):
     step_rerun_requested = "step_rerun_requested"
     step_review_accepted = "step_review_accepted"
     step_refused = "step_refused"
+    # Agent and manual steps (checked in from outside the flow: prefect_waymark/agents).
+    step_blocked = "step_blocked"
+    step_waiting = "step_waiting"
     # Irreversible actions: the intent before the effect, then its receipt.
     action_intent = "action_intent"
     action_applied = "action_applied"
@@ -78,6 +81,8 @@ class EventKind(_ValueEnum):
     plan_abort_lifted = "plan_abort_lifted"
     # A plan id changed: its history and receipts were carried over (`waymark rename-plan`).
     plan_renamed = "plan_renamed"
+    # A plan was imported from another tracker's file (`waymark import`), once per source.
+    imported = "imported"
 
 
 #: Kinds that act on a step's irreversible action (any step status).
@@ -97,6 +102,7 @@ STEP_EVENT_KINDS = frozenset(
         EventKind.step_rerun_requested,
         EventKind.step_review_accepted,
         EventKind.step_refused,
+        EventKind.step_blocked,
     }
     | ACTION_EVENT_KINDS
 )
@@ -226,6 +232,27 @@ class _StepCompleted(TypedDict):
 
 class StepCompletedData(_StepCompleted, total=False):
     attempts: int  # read by the projection; the runner leaves it out
+    # A step checked in from outside the flow (`waymark done`): who did it, and the evidence
+    # given per acceptance item (id -> text); `imported`: completed by `waymark import`.
+    executor: str
+    evidence: dict[str, str]
+    imported: bool
+
+
+class StepBlockedData(TypedDict, total=False):
+    """``waymark block``: the step cannot go on — behind another step (``on``) or for a
+    ``reason``; who said so."""
+
+    on: str
+    reason: str
+    by: str
+
+
+class StepWaitingData(TypedDict):
+    """A flow run reached an agent or manual step: it waits for its executor's check-in."""
+
+    step_kind: str
+    owner: str | None
 
 
 class _StepFailed(TypedDict):
@@ -375,6 +402,16 @@ class PlanRenamedData(TypedDict, total=False):
     receipts: int
 
 
+class ImportedData(TypedDict):
+    """``waymark import``: the source file (its format, path and sha256) and the steps it
+    recorded as done (each completed by the import, in this order)."""
+
+    source_format: str
+    source_path: str
+    source_sha256: str
+    completed: list[str]
+
+
 #: The payload type of each kind: the keys its ``data`` may hold.
 EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.run_started: RunStartedData,
@@ -389,6 +426,8 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.step_rerun_requested: StepDecisionData,
     EventKind.step_review_accepted: StepDecisionData,
     EventKind.step_refused: StepStoppedData,
+    EventKind.step_blocked: StepBlockedData,
+    EventKind.step_waiting: StepWaitingData,
     EventKind.action_intent: ActionIntentData,
     EventKind.action_applied: ActionSettledData,
     EventKind.action_not_applied: ActionSettledData,
@@ -401,4 +440,5 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.plan_aborted: PlanAbortedData,
     EventKind.plan_abort_lifted: PlanAbortLiftedData,
     EventKind.plan_renamed: PlanRenamedData,
+    EventKind.imported: ImportedData,
 }

@@ -240,7 +240,7 @@ class SqlLedger(SqlReceipts, PlanRenames, Ledger):
             state = StepState.model_validate_json(row.state) if row and row.state else None
             check_transition(state, ev)
             if ev.kind in RELEASE_EVENT_KINDS or (
-                ev.kind == EventKind.step_needs_review
+                ev.kind in (EventKind.step_needs_review, EventKind.step_blocked)
                 and state is not None
                 and state.status == "in_progress"
             ):

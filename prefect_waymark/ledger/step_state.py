@@ -15,7 +15,7 @@ __all__ = ["StepState", "apply_event", "check_transition"]
 
 # Which statuses each event may follow. ``None`` means any status.
 _ALLOWED_FROM: dict[EventKind, frozenset[str] | None] = {
-    EventKind.step_started: frozenset({"pending", "failed"}),
+    EventKind.step_started: frozenset({"pending", "failed", "blocked"}),
     EventKind.step_attempt_failed: frozenset({"in_progress"}),
     EventKind.step_completed: frozenset({"in_progress"}),
     EventKind.step_failed: frozenset({"in_progress"}),
@@ -24,6 +24,7 @@ _ALLOWED_FROM: dict[EventKind, frozenset[str] | None] = {
     EventKind.step_rerun_requested: frozenset({"failed", "completed", "needs_review"}),
     EventKind.step_review_accepted: frozenset({"needs_review"}),
     EventKind.step_refused: frozenset({"pending", "failed"}),
+    EventKind.step_blocked: frozenset({"pending", "failed", "in_progress", "blocked"}),
     EventKind.action_intent: None,
     EventKind.action_applied: None,
     EventKind.action_not_applied: None,
@@ -62,6 +63,11 @@ class StepState(BaseModel):
         default_factory=dict, description="Actions whose intent has no receipt yet, by key."
     )
     status_before_review: StepStatus | None = None
+    #: Checked-in steps (agents/): who completed it, the evidence per acceptance item, and
+    #: what a ``waymark block`` said (the step it waits behind, if any).
+    executor: str | None = None
+    evidence: dict[str, str] = Field(default_factory=dict)
+    blocked_on: str | None = None
 
 
 def check_transition(state: StepState | None, event: ProgressEvent) -> None:
@@ -103,6 +109,7 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.review_data = {}
         s.def_hash = d.get("def_hash", s.def_hash)
         s.result_key = d.get("result_key", s.result_key)
+        s.blocked_on = None
     elif kind == EventKind.step_attempt_failed:
         s.attempts = int(d.get("attempt", s.attempts + 1))
         s.error = d.get("error")
@@ -117,6 +124,13 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.error = None
         s.output_tail = d.get("output_tail", s.output_tail)
         s.outputs = dict(d.get("outputs", {}))
+        s.executor = d.get("executor")
+        s.evidence = dict(d.get("evidence") or {})
+        s.blocked_on = None
+    elif kind == EventKind.step_blocked:
+        s.status = StepStatus.blocked
+        s.blocked_on = d.get("on")
+        s.error = d.get("reason") or (f"blocked behind step {d['on']}" if d.get("on") else None)
     elif kind == EventKind.step_failed:
         s.status = StepStatus.failed
         s.attempts = int(d.get("attempts", s.attempts))

@@ -220,9 +220,28 @@ def validate_plan_data(
     problems += more
     if isinstance(data.get("steps"), list):
         for i, raw in enumerate(data["steps"]):
-            if isinstance(raw, dict) and (raw.get("run") is None) == (raw.get("call") is None):
+            if not isinstance(raw, dict):
+                continue
+            if raw.get("kind") in ("agent", "manual"):
+                code = [f for f in ("run", "call", "probe") if raw.get(f) is not None]
+                if code:
+                    add(
+                        ("steps", i),
+                        f"a {raw['kind']} step is done outside the flow: it has no "
+                        f"{' or '.join(repr(f) for f in code)}; give 'instructions' instead",
+                    )
+                if not (isinstance(raw.get("instructions"), str) and raw["instructions"].strip()):
+                    add(
+                        ("steps", i, "instructions"),
+                        f"a {raw['kind']} step needs instructions: what its executor does",
+                    )
+            elif (raw.get("run") is None) == (raw.get("call") is None):
                 which = "both" if raw.get("run") is not None else "neither"
-                add(("steps", i), f"has {which} of 'run' and 'call'; expected exactly one")
+                add(
+                    ("steps", i),
+                    f"has {which} of 'run' and 'call'; expected exactly one (or `kind: agent` / "
+                    "`kind: manual` with 'instructions')",
+                )
     if spec is None:
         raw_steps = data.get("steps")
         if isinstance(raw_steps, list):

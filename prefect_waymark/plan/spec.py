@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -53,8 +53,14 @@ class StateRefSpec(BaseModel):
     on_error: str = Field(default="review", pattern="^(review|fail)$")
 
 
+#: Who does a step: code Prefect runs (``run`` / ``call``), or an agent or a person who checks
+#: in from outside the flow (``waymark next / start / done``) following its ``instructions``.
+StepKind = Literal["code", "agent", "manual"]
+
+
 class StepSpec(BaseModel):
-    """One step of a plan. Exactly one of ``run`` or ``call``."""
+    """One step of a plan: code (exactly one of ``run`` or ``call``), or an agent's or a
+    person's work (``kind: agent | manual`` with ``instructions``, checked in with the CLI)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -71,6 +77,13 @@ class StepSpec(BaseModel):
     )
     milestone: str | None = Field(default=None, description="Milestone the step belongs to.")
     acceptance: list[str] = Field(default_factory=list, description="Acceptance criteria.")
+    kind: StepKind = Field(
+        default="code",
+        description="code (run / call), or agent / manual: done outside the flow and checked in.",
+    )
+    instructions: str = Field(
+        default="", description="For an agent or manual step: what to do, in words."
+    )
     run: str | None = Field(default=None, description="Shell command run in the workdir.")
     call: str | None = Field(
         default=None, pattern=CALL_PATTERN, description="package.module:function to call."
@@ -113,15 +126,24 @@ class StepSpec(BaseModel):
         "unknown).",
     )
 
+    @property
+    def checked_in(self) -> bool:
+        """Done outside the flow (an agent's or a person's step), checked in with the CLI."""
+        return self.kind != "code"
+
     def definition(self) -> dict[str, Any]:
-        """The fields whose change makes a completed step's result stale."""
-        return {
+        """The fields whose change makes a completed step's result stale (a code step's are
+        those it always had, so its hash does not change with the fields added since)."""
+        body: dict[str, Any] = {
             "run": self.run,
             "call": self.call,
             "depends_on": sorted(self.depends_on),
             "outputs": list(self.outputs),
             "action": self.action,
         }
+        if self.checked_in:
+            body.update(kind=self.kind, instructions=self.instructions)
+        return body
 
     def definition_hash(self) -> str:
         raw = json.dumps(self.definition(), sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,319 @@
+"""Check-ins: ``waymark start / tick / done / fail / block`` on the ledger alone.
+
+An executor's check-ins are one ledger run, ``agent:<executor>``: ``start`` takes the branch's
+in_progress slot under that run (``BranchBusyError`` names who holds it and since when), so an
+executor's second step in a branch, another executor, and a flow run are all refused alike.
+The hold's host is ``agent:<executor>`` and its pid 0: no process on this machine stands for it,
+so only its lease (renewed by ``tick``) says whether it is alive. ``done`` is accepted only from
+the executor that started the step. Errors that are the user's are :class:`CheckinError` (the
+CLI's exit 2), a stop for review is :class:`CheckinStopped` (exit 4).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import BranchBusyError, WaymarkError
+from ..guards.base import Verdict
+from ..guards.output_hashes import ABSENT, hash_outputs
+from ..ledger import Ledger
+from ..ledger.events import EventKind
+from ..plan.spec import PlanSpec, StepSpec
+from ..review.gate import ReviewGate
+from .anchor import reanchor
+
+__all__ = [
+    "AGENT_LEASE_SECONDS",
+    "CheckinError",
+    "CheckinStopped",
+    "acceptance_ids",
+    "agent_run_id",
+    "block_step",
+    "done_step",
+    "fail_step",
+    "start_step",
+    "tick_step",
+]
+
+#: How long an executor's hold lives without a ``tick`` (agents work in minutes, not seconds).
+AGENT_LEASE_SECONDS = 3600.0
+log = logging.getLogger("prefect_waymark.agents")
+
+
+class CheckinError(WaymarkError):
+    """A check-in the ledger must not take (the user's mistake: exit 2)."""
+
+
+class CheckinStopped(WaymarkError):
+    """Re-anchoring stopped the step for review (or refused it): exit 4."""
+
+
+def agent_run_id(executor: str) -> str:
+    """The ledger run of an executor's check-ins."""
+    return f"agent:{executor}"
+
+
+def acceptance_ids(step: StepSpec) -> dict[str, str]:
+    """The step's acceptance items by id: ``A1``, ``A2``, … in order."""
+    return {f"A{i}": text for i, text in enumerate(step.acceptance, 1)}
+
+
+def _step(plan: PlanSpec, step_id: str) -> StepSpec:
+    try:
+        step = plan.step(step_id)
+    except KeyError:
+        known = ", ".join(s.id for s in plan.steps[:20])
+        raise CheckinError(
+            f"plan {plan.plan_id!r} has no step {step_id!r} (steps: {known})"
+        ) from None
+    return step
+
+
+def _stop(plan: PlanSpec, ledger: Ledger, run_id: str, step: StepSpec, verdict: Verdict) -> None:
+    gate = ReviewGate(plan, ledger, run_id, log)
+    outcome = gate.stop(step.id, verdict)
+    word = "refused" if outcome == "refused" else "stopped for review"
+    raise CheckinStopped(f"step {step.id} {word}: {verdict.reason}")
+
+
+def start_step(
+    plan: PlanSpec,
+    ledger: Ledger,
+    workdir: Path,
+    step_id: str,
+    executor: str,
+    lease_seconds: float = AGENT_LEASE_SECONDS,
+) -> str:
+    """Take the branch's in_progress slot for ``step_id``; return what happened, in words."""
+    step = _step(plan, step_id)
+    if not step.checked_in:
+        raise CheckinError(
+            f"step {step_id} is code that a flow run executes (run: / call:); `waymark run "
+            f"{plan.source}` runs it"
+        )
+    run_id = agent_run_id(executor)
+    states = ledger.step_states(plan.plan_id)
+    st = states.get(step_id)
+    status = st.status if st else "pending"
+    if status == "in_progress":
+        if st is not None and st.run_id == run_id:
+            return f"step {step_id} is already yours (started {st.last_at}); go on with it"
+        raise CheckinError(f"step {step_id} is in progress by {_who(st.run_id if st else None)}")
+    if status not in ("pending", "failed", "blocked"):
+        raise CheckinError(f"step {step_id} is {status}; nothing to start")
+    missing = [
+        d for d in step.depends_on if (states.get(d) is None or states[d].status != "completed")
+    ]
+    if missing:
+        raise CheckinError(f"step {step_id} waits for {', '.join(missing)} (not completed)")
+    reading = reanchor(plan, ledger, workdir, run_id, step)
+    if reading.verdict is not None:
+        _stop(plan, ledger, run_id, step, reading.verdict)
+    try:
+        ledger.record(
+            plan.plan_id,
+            EventKind.step_started,
+            step_id=step_id,
+            branch=step.branch,
+            run_id=run_id,
+            lease_seconds=lease_seconds,
+            def_hash=step.definition_hash(),
+            result_key=None,
+            host=run_id,
+            pid=0,
+        )
+    except BranchBusyError as exc:
+        holder = next((h for h in ledger.holds(plan.plan_id) if h.branch == step.branch), None)
+        since = f" since {holder.since}" if holder else ""
+        raise CheckinError(
+            f"branch {step.branch} is busy: step {exc.holder_step} is in progress by "
+            f"{_who(exc.holder_run)}{since}; one step per branch at a time"
+        ) from exc
+    return f"started step {step_id} as {executor} (branch {step.branch}; hold renewed by tick)"
+
+
+def _who(run_id: str | None) -> str:
+    if run_id and run_id.startswith("agent:"):
+        return f"executor {run_id.removeprefix('agent:')!r}"
+    return f"run {run_id}" if run_id else "someone"
+
+
+def _held_by(plan: PlanSpec, ledger: Ledger, step: StepSpec, executor: str, verb: str) -> None:
+    st = ledger.step_states(plan.plan_id).get(step.id)
+    if st is None or st.status != "in_progress":
+        status = st.status if st else "pending"
+        raise CheckinError(
+            f"step {step.id} is {status}, not in progress: `waymark start {plan.source} {step.id} "
+            f"--executor {executor}` first"
+        )
+    if st.run_id != agent_run_id(executor):
+        raise CheckinError(
+            f"step {step.id} was started by {_who(st.run_id)}, not by {executor!r}; only "
+            f"its executor can {verb} it"
+        )
+
+
+@dataclass
+class DoneInput:
+    """What ``waymark done`` was given."""
+
+    outputs: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)  # "ITEM: text"
+    receipts: list[str] = field(default_factory=list)  # "KEY=VALUE"
+
+
+def _evidence(step: StepSpec, items: list[str]) -> dict[str, str]:
+    ids = acceptance_ids(step)
+    by_text = {text: i for i, text in ids.items()}
+    found: dict[str, str] = {}
+    for raw in items:
+        name, sep, text = raw.partition(":")
+        name, text = name.strip(), text.strip()
+        if not sep or not name or not text:
+            raise CheckinError(f"--evidence {raw[:80]!r}: expected 'ITEM: text' (ITEM: A1, ...)")
+        item = name if name in ids else by_text.get(name)
+        if item is None:
+            listed = "; ".join(f"{i}: {t}" for i, t in ids.items()) or "none"
+            raise CheckinError(
+                f"--evidence {name!r}: step {step.id} has no acceptance item {name!r} (its "
+                f"items: {listed})"
+            )
+        found[item] = text
+    return found
+
+
+def _receipts(raw: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in raw:
+        k, sep, v = r.partition("=")
+        if not sep or not k.strip():
+            raise CheckinError(f"--receipt {r[:80]!r}: expected KEY=VALUE (e.g. external_id=ch_1)")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def done_step(
+    plan: PlanSpec, ledger: Ledger, workdir: Path, step_id: str, executor: str, given: DoneInput
+) -> dict[str, Any]:
+    """Complete ``step_id``: hash its outputs, record the evidence (and an action's receipt);
+    return the completion's data."""
+    step = _step(plan, step_id)
+    _held_by(plan, ledger, step, executor, "complete")
+    evidence = _evidence(step, given.evidence)
+    receipts = _receipts(given.receipts)
+    if step.action is not None and not receipts:
+        raise CheckinError(
+            f"step {step_id} has action {step.action!r}: give --receipt external_id=… (what the "
+            "system it acted on answered), so the action is never repeated"
+        )
+    paths = list(dict.fromkeys([*step.outputs, *given.outputs]))
+    for p in given.outputs:
+        if Path(p).is_absolute() or ".." in Path(p).parts:
+            raise CheckinError(f"--output {p!r}: expected a path inside the workdir {workdir}")
+    hashes = hash_outputs(workdir, paths)
+    absent = [p for p, h in hashes.items() if h == ABSENT]
+    if absent:
+        raise CheckinError(
+            f"step {step_id}: output(s) {', '.join(absent)} not found in {workdir}; write them "
+            "first (declared outputs must exist when the step is done)"
+        )
+    run_id = agent_run_id(executor)
+    if step.action is not None:
+        from ..review.receipts import record_receipt
+
+        external = receipts.pop("external_id", None)
+        note = "; ".join(f"{k}={v}" for k, v in receipts.items()) or None
+        record_receipt(
+            ledger,
+            plan,
+            step_id,
+            outcome="applied",
+            external_id=external,
+            note=note,
+            by=executor,
+            release=False,
+        )
+    data: dict[str, Any] = {"outputs": hashes, "executor": executor, "evidence": evidence}
+    ledger.record(
+        plan.plan_id,
+        EventKind.step_completed,
+        step_id=step_id,
+        branch=step.branch,
+        run_id=run_id,
+        def_hash=step.definition_hash(),
+        output_tail=None,
+        attempts=1,
+        **data,
+    )
+    return data
+
+
+def fail_step(plan: PlanSpec, ledger: Ledger, step_id: str, executor: str, reason: str) -> None:
+    step = _step(plan, step_id)
+    _held_by(plan, ledger, step, executor, "fail")
+    ledger.record(
+        plan.plan_id,
+        EventKind.step_failed,
+        step_id=step_id,
+        branch=step.branch,
+        run_id=agent_run_id(executor),
+        error=reason,
+        output_tail=None,
+        attempts=1,
+    )
+
+
+def block_step(
+    plan: PlanSpec, ledger: Ledger, step_id: str, executor: str, on: str | None, reason: str
+) -> None:
+    """Record that ``step_id`` cannot go on: behind step ``on``, or for ``reason``."""
+    step = _step(plan, step_id)
+    if on is not None:
+        _step(plan, on)
+        if on == step_id:
+            raise CheckinError(f"--on {on}: a step cannot wait behind itself")
+    st = ledger.step_states(plan.plan_id).get(step_id)
+    status = st.status if st else "pending"
+    run_id = agent_run_id(executor)
+    if status == "in_progress" and st is not None and st.run_id != run_id:
+        raise CheckinError(f"step {step_id} is in progress by {_who(st.run_id)}: they block it")
+    if status not in ("pending", "failed", "in_progress", "blocked"):
+        raise CheckinError(f"step {step_id} is {status}; only an open step can be blocked")
+    data: dict[str, Any] = {"by": executor}
+    if on is not None:
+        data["on"] = on
+    if reason:
+        data["reason"] = reason
+    ledger.record(
+        plan.plan_id, EventKind.step_blocked, step_id=step_id, branch=step.branch, run_id=run_id,
+        **data,
+    )  # fmt: skip
+
+
+def tick_step(
+    plan: PlanSpec,
+    ledger: Ledger,
+    workdir: Path,
+    step_id: str,
+    executor: str,
+    *,
+    count: int,
+    every: int,
+    lease_seconds: float = AGENT_LEASE_SECONDS,
+) -> dict[str, Any] | None:
+    """Renew the executor's hold; on every ``every``-th tick (``count`` is this one's number)
+    re-anchor and return the contract (goal, forbidden) — a conflict raises
+    :class:`CheckinStopped`."""
+    step = _step(plan, step_id)
+    _held_by(plan, ledger, step, executor, "tick")
+    run_id = agent_run_id(executor)
+    ledger.renew(run_id, lease_seconds)
+    if count % max(1, every):
+        return None
+    reading = reanchor(plan, ledger, workdir, run_id, step, point="tick")
+    if reading.verdict is not None:
+        _stop(plan, ledger, run_id, step, reading.verdict)
+    return {"goal": reading.goal, "forbidden": reading.forbidden, "refs": reading.refs}

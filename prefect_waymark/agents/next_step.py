@@ -1,0 +1,243 @@
+"""``waymark next``: the re-anchor at the start of every agent session.
+
+:func:`next_document` re-reads the goal contract and every state ref (``before_decision``), then
+returns the one step to work on now — the executor's own step in progress, else the first ready
+agent or manual step it may take — with everything needed to do it without reading the plan's
+history: instructions, acceptance items (ids ``A1``…), the forbidden list, the refs with their
+versions, the upstream steps' outputs (paths and hashes), earlier attempts; plus the plan's
+standing, the last marker's boundary and the refs that changed. Or it says why nothing is ready.
+The document is the ``--json`` output (:data:`SCHEMA`); the exit code goes with it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..ledger import Ledger
+from ..ledger.events import EventKind
+from ..ledger.progress_view import PlanView, build_view
+from ..ledger.step_state import StepState
+from ..plan.spec import PlanSpec, StepSpec
+from ..run import exit_codes
+from .anchor import reanchor
+from .checkin import CheckinStopped, _stop, acceptance_ids, agent_run_id
+
+__all__ = ["SCHEMA", "next_document"]
+
+#: ``waymark next --json``'s version; bumped on any change that is not an added key.
+SCHEMA = 1
+_ATTEMPT_KINDS = [
+    EventKind.step_attempt_failed,
+    EventKind.step_failed,
+    EventKind.step_interrupted,
+    EventKind.step_needs_review,
+    EventKind.step_blocked,
+]
+
+
+def _available(
+    step: StepSpec, states: dict[str, StepState], held: set[str], executor: str | None
+) -> bool:
+    st = states.get(step.id)
+    status = st.status if st else "pending"
+    if not step.checked_in or step.branch in held:
+        return False
+    if status == "blocked":
+        on = st.blocked_on if st else None
+        if on is None or states.get(on) is None or states[on].status != "completed":
+            return False
+    elif status not in ("pending", "failed"):
+        return False
+    if executor is not None and step.owner not in (None, executor):
+        return False
+    return all(
+        states.get(d) is not None and states[d].status == "completed" for d in step.depends_on
+    )
+
+
+def _choose(
+    plan: PlanSpec, states: dict[str, StepState], run_id: str, executor: str | None, ledger: Ledger
+) -> StepSpec | None:
+    for sid, st in states.items():
+        if st.status == "in_progress" and st.run_id == run_id:
+            try:
+                return plan.step(sid)
+            except KeyError:
+                continue
+    held = {h.branch for h in ledger.holds(plan.plan_id)}
+    for sid in plan.topological_order():
+        step = plan.step(sid)
+        if _available(step, states, held, executor):
+            return step
+    return None
+
+
+def _standing(plan: PlanSpec, view: PlanView, step: StepSpec | None) -> str:
+    total, done = len(view.steps), view.counts.get("completed", 0)
+    parts = [f"{done}/{total} done"]
+    milestone = step.milestone if step is not None and step.milestone else view.active_milestone
+    if milestone:
+        parts.append(f"milestone {milestone}")
+    if step is not None:
+        after = [
+            s.id
+            for s in view.steps
+            if s.status != "completed" and s.id != step.id and step.id in _ancestors(plan, s.id)
+        ]
+        order = plan.topological_order()
+        after.sort(key=order.index)
+        parts.append(f"next after this: {after[0]}" if after else "nothing waits on this")
+    return " · ".join(parts)
+
+
+def _ancestors(plan: PlanSpec, sid: str) -> set[str]:
+    seen: set[str] = set()
+    stack = list(plan.step(sid).depends_on)
+    while stack:
+        d = stack.pop()
+        if d not in seen:
+            seen.add(d)
+            stack.extend(plan.step(d).depends_on)
+    return seen
+
+
+def _step_doc(
+    plan: PlanSpec,
+    step: StepSpec,
+    states: dict[str, StepState],
+    ledger: Ledger,
+    workdir: Path,
+    refs: list[dict[str, Any]],
+    forbidden: list[str],
+    executor: str | None,
+) -> dict[str, Any]:
+    st = states.get(step.id)
+    by_name = {r.get("name"): r for r in refs}
+    upstream = []
+    for dep in step.depends_on:
+        ds = states.get(dep)
+        upstream.append(
+            {
+                "step": dep,
+                "kind": plan.step(dep).kind,
+                "executor": ds.executor if ds else None,
+                "outputs": [
+                    {"path": p, "abs_path": str((workdir / p).resolve()), "sha256": h}
+                    for p, h in (ds.outputs if ds else {}).items()
+                ],
+                "evidence": dict(ds.evidence) if ds else {},
+            }
+        )
+    attempts = [
+        {"at": ev.at.isoformat(), "event": ev.kind.value, "run": ev.run_id,
+         "error": ev.data.get("error") or ev.data.get("reason")}
+        for ev in ledger.events(plan.plan_id, kinds=_ATTEMPT_KINDS)
+        if ev.step_id == step.id
+    ]  # fmt: skip
+    who = executor or "NAME"
+    return {
+        "id": step.id,
+        "title": step.title,
+        "kind": step.kind,
+        "owner": step.owner,
+        "branch": step.branch,
+        "milestone": step.milestone,
+        "status": st.status if st else "pending",
+        "instructions": step.instructions,
+        "acceptance": [{"id": i, "text": t} for i, t in acceptance_ids(step).items()],
+        "forbidden": list(forbidden),
+        "action": step.action,
+        "outputs": list(step.outputs),
+        "reads": [
+            {"name": n, **{k: by_name[n].get(k) for k in ("where", "accepted", "current")}}
+            if n in by_name
+            else {"name": n}
+            for n in step.reads
+        ],
+        "upstream": upstream,
+        "attempts": attempts[-10:],
+        "commands": {
+            "start": f"waymark start {plan.source} {step.id} --executor {who}",
+            "tick": f"waymark tick {plan.source} {step.id} --executor {who}",
+            "done": f"waymark done {plan.source} {step.id} --executor {who}"
+            + "".join(f' --evidence "{i}: ..."' for i in acceptance_ids(step)),
+        },
+    }
+
+
+def _why_nothing(plan: PlanSpec, view: PlanView, states: dict[str, StepState], executor: str | None,
+                 ledger: Ledger) -> str:  # fmt: skip
+    if view.complete:
+        return "plan complete: every step is done"
+    if view.needs_review:
+        item = view.needs_review[0]
+        return (
+            f"needs review: step {item['step']} ({item.get('reason')}); answer with `waymark "
+            f"review {plan.source} --step {item['step']} --accept|--rerun|--abort`"
+        )
+    mine = agent_run_id(executor) if executor else None
+    for h in ledger.holds(plan.plan_id):
+        if h.run_id != mine:
+            who = h.run_id.removeprefix("agent:") if h.run_id.startswith("agent:") else h.run_id
+            return f"waiting for {who}: step {h.step_id} is in progress since {h.since}"
+    for v in view.steps:
+        st = states.get(v.id)
+        if v.status == "blocked" and st is not None and st.last_event == "step_blocked":
+            return f"blocked: step {v.id} — {st.error}"
+    nxt = view.next_step
+    if nxt is not None:
+        step = plan.step(nxt)
+        if not step.checked_in:
+            return f"next is code step {nxt}: a flow run does it (`waymark run {plan.source}`)"
+        return f"next step {nxt} is for {step.owner}, not {executor}"
+    if view.blocked:
+        return f"blocked: {', '.join(view.blocked)} behind a failed step"
+    return "nothing is ready"
+
+
+def next_document(
+    plan: PlanSpec, ledger: Ledger, workdir: Path, executor: str | None
+) -> tuple[dict[str, Any], int]:
+    """The ``waymark next`` document and its exit code (0 a step, 3 nothing ready, 4 review)."""
+    run_id = agent_run_id(executor or "next")
+    states = ledger.step_states(plan.plan_id)
+    target = _choose(plan, states, run_id, executor, ledger)
+    reading = reanchor(plan, ledger, workdir, run_id, target, all_refs=True)
+    stopped = None
+    if target is not None and reading.verdict is not None:
+        try:
+            _stop(plan, ledger, run_id, target, reading.verdict)
+        except CheckinStopped as exc:
+            stopped = str(exc)
+        states = ledger.step_states(plan.plan_id)
+        target = None
+    view = build_view(plan, states)
+    last = ledger.last_event(plan.plan_id, [EventKind.marker_written])
+    boundary = None
+    if last is not None:
+        d = last.data
+        boundary = {
+            k: d.get(k)
+            for k in ("run_id", "executor", "started_at", "ended_at", "result", "next_start")
+        }
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "plan_id": plan.plan_id,
+        "executor": executor,
+        "standing": _standing(plan, view, target),
+        "step": None,
+        "reason": None,
+        "contract": {"goal": reading.goal, "forbidden": reading.forbidden},
+        "refs_changed": [r for r in reading.refs if r.get("result") == "changed"],
+        "needs_review": view.needs_review,
+        "boundary": boundary,
+    }
+    if target is not None:
+        doc["step"] = _step_doc(
+            plan, target, states, ledger, workdir, reading.refs, reading.forbidden, executor
+        )
+        return doc, exit_codes.OK
+    doc["reason"] = stopped or _why_nothing(plan, view, states, executor, ledger)
+    code = exit_codes.NEEDS_REVIEW if view.needs_review else exit_codes.STOPPED
+    return doc, code

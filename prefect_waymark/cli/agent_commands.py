@@ -1,0 +1,274 @@
+"""``waymark next / start / tick / done / fail / block``: agents and people check in.
+
+Each works on the ledger alone (no Prefect server needed), prints one line (or, with
+``--json``, one JSON document), and exits with the CLI's codes: 0 done, 2 bad input (a check-in
+the ledger must not take), 3 nothing ready, 4 review needed. The executor is ``--executor``,
+else ``$WAYMARK_EXECUTOR``, else ``user@host``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import LedgerError, WaymarkError
+from ..run import exit_codes
+from ..run.identity import default_executor
+from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from .options import LedgerOpt, PlanArg, WorkdirOpt
+
+__all__ = ["block", "done", "fail_command", "next_command", "start", "tick"]
+
+StepArg = Annotated[str, typer.Argument(help="Step id.")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option("--executor", help="Who checks in (default: $WAYMARK_EXECUTOR, else user@host)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
+
+_EXECUTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/-]{0,99}$")
+
+
+def _executor(given: str | None) -> str:
+    name = given or os.environ.get("WAYMARK_EXECUTOR") or default_executor()
+    if not _EXECUTOR_RE.fullmatch(name):
+        fail(
+            f"--executor {name[:100]!r}: expected a name of letters, digits and . _ @ / - "
+            "(at most 100 characters)"
+        )
+    return name
+
+
+def _open(plan: Path, workdir: Path | None, ledger: str | None) -> tuple[Any, Path, Any]:
+    spec = load_or_exit(plan)
+    wd = workdir_for(spec, workdir)
+    led = open_or_exit(ledger, wd, create=True, plan=spec)
+    assert led is not None  # create=True
+    return spec, wd, led
+
+
+def _emit(as_json: bool, doc: dict[str, Any], line: str, code: int = exit_codes.OK) -> None:
+    if as_json:
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        print(line)
+    raise typer.Exit(code)
+
+
+def _checkin(as_json: bool, fn: Any) -> Any:
+    """Run one check-in; a user's mistake is exit 2, a stop for review exit 4 (one line each,
+    also as JSON with ``--json``)."""
+    from ..agents.checkin import CheckinError, CheckinStopped
+
+    try:
+        return fn()
+    except CheckinStopped as exc:
+        _emit(as_json, {"ok": False, "review": True, "reason": str(exc)}, f"waymark: {exc}", 4)
+    except (CheckinError, LedgerError, WaymarkError) as exc:
+        if as_json:
+            _emit(True, {"ok": False, "review": False, "reason": str(exc)}, "", 2)
+        fail(str(exc))
+
+
+def next_command(
+    plan: PlanArg,
+    executor: AgentOpt = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The step to work on now, re-anchored (contract, refs); or why nothing is ready."""
+    from ..agents.next_step import next_document
+
+    spec, wd, led = _open(plan, workdir, ledger)
+    who = _executor(executor) if executor or os.environ.get("WAYMARK_EXECUTOR") else None
+    with led:
+        doc, code = _checkin(as_json, lambda: next_document(spec, led, wd, who))
+    _emit(as_json, doc, _next_text(doc), code)
+
+
+def _next_text(doc: dict[str, Any]) -> str:
+    lines = [f"{doc['plan_id']}: {doc['standing']}"]
+    c = doc.get("contract") or {}
+    if c.get("goal"):
+        lines.append(f"goal: {c['goal']}")
+    if c.get("forbidden"):
+        lines.append("forbidden: " + "; ".join(c["forbidden"]))
+    for r in doc.get("refs_changed") or []:
+        lines.append(f"ref changed: {r['name']} ({r.get('where')}): {r.get('accepted')} -> "
+                     f"{r.get('current')}")  # fmt: skip
+    step = doc.get("step")
+    if step is None:
+        lines.append(f"nothing to do now: {doc['reason']}")
+        return "\n".join(lines)
+    lines += [
+        f"step: {step['id']}"
+        + (f" — {step['title']}" if step["title"] else "")
+        + f" ({step['kind']}, {step['status']})",
+        f"instructions: {step['instructions']}",
+    ]
+    lines += [f"acceptance {a['id']}: {a['text']}" for a in step["acceptance"]]
+    for u in step["upstream"]:
+        for o in u["outputs"]:
+            lines.append(f"upstream {u['step']}: {o['path']} (sha256 {o['sha256'][:12]}…)")
+    for a in step["attempts"]:
+        lines.append(f"earlier: {a['event']} at {a['at'][:19]}: {a.get('error') or ''}")
+    cmd = step["commands"]
+    lines.append(f"then: {cmd['start'] if step['status'] != 'in_progress' else cmd['done']}")
+    return "\n".join(lines)
+
+
+def start(
+    plan: PlanArg,
+    step: StepArg,
+    executor: AgentOpt = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Take the step's branch (one step in progress per branch): re-anchors first."""
+    from ..agents.checkin import start_step
+
+    spec, wd, led = _open(plan, workdir, ledger)
+    who = _executor(executor)
+    with led:
+        line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who))
+    _emit(as_json, {"ok": True, "step": step, "executor": who, "message": line}, line)
+
+
+def tick(
+    plan: PlanArg,
+    step: StepArg,
+    executor: AgentOpt = None,
+    every: Annotated[
+        int, typer.Option("--every", min=1, help="Re-anchor on every N-th tick.")
+    ] = 10,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Renew the hold on a step in progress; every N ticks re-anchor and print the contract."""
+    from ..agents.checkin import tick_step
+
+    spec, wd, led = _open(plan, workdir, ledger)
+    who = _executor(executor)
+    count = _count_tick(wd, spec.plan_id, who, step)
+    with led:
+        anchored = _checkin(
+            as_json, lambda: tick_step(spec, led, wd, step, who, count=count, every=every)
+        )
+    doc = {"ok": True, "step": step, "tick": count, "reanchored": anchored}
+    line = f"tick {count} on {step}: hold renewed"
+    if anchored is not None:
+        line += f"; re-anchored: goal {anchored['goal']!r}; forbidden: " + (
+            "; ".join(anchored["forbidden"]) or "none"
+        )
+    _emit(as_json, doc, line)
+
+
+def _count_tick(workdir: Path, plan_id: str, executor: str, step: str) -> int:
+    """This tick's number (per plan, executor and step), kept in ``.waymark/agents/``."""
+    folder = workdir / ".waymark" / "agents" / plan_id
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (re.sub(r"[^A-Za-z0-9._-]", "_", executor) + ".json")
+    try:
+        counts = json.loads(path.read_text())
+        if not isinstance(counts, dict):
+            counts = {}
+    except (OSError, ValueError):
+        counts = {}
+    n = int(counts.get(step, 0)) + 1
+    counts[step] = n
+    path.write_text(json.dumps(counts))
+    return n
+
+
+def done(
+    plan: PlanArg,
+    step: StepArg,
+    executor: AgentOpt = None,
+    output: Annotated[
+        list[str] | None, typer.Option("--output", help="A file the step made (repeat).")
+    ] = None,
+    evidence: Annotated[
+        list[str] | None,
+        typer.Option("--evidence", help='"ITEM: text" for an acceptance item (A1, ...).'),
+    ] = None,
+    receipt: Annotated[
+        list[str] | None,
+        typer.Option("--receipt", help="KEY=VALUE of an action step's receipt (external_id=)."),
+    ] = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check in a step as done: outputs hashed, evidence per acceptance item, receipts."""
+    from ..agents.checkin import DoneInput, done_step
+
+    spec, wd, led = _open(plan, workdir, ledger)
+    who = _executor(executor)
+    given = DoneInput(outputs=output or [], evidence=evidence or [], receipts=receipt or [])
+    with led:
+        data = _checkin(as_json, lambda: done_step(spec, led, wd, step, who, given))
+        missing = [i for i in _acceptance_ids(spec, step) if i not in (data.get("evidence") or {})]
+    line = f"step {step} done by {who}"
+    if missing:
+        line += f" (no evidence for {', '.join(missing)})"
+    _emit(as_json, {"ok": True, "step": step, "executor": who, **data, "no_evidence": missing},
+          line)  # fmt: skip
+
+
+def _acceptance_ids(spec: Any, step: str) -> list[str]:
+    from ..agents.checkin import acceptance_ids
+
+    return list(acceptance_ids(spec.step(step)))
+
+
+def fail_command(
+    plan: PlanArg,
+    step: StepArg,
+    reason: Annotated[str, typer.Option("--reason", help="What went wrong.")],
+    executor: AgentOpt = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check in a step as failed (the next `waymark next` offers it again)."""
+    if not reason.strip():
+        fail("--reason: say what went wrong")
+    from ..agents.checkin import fail_step
+
+    spec, wd, led = _open(plan, workdir, ledger)
+    who = _executor(executor)
+    with led:
+        _checkin(as_json, lambda: fail_step(spec, led, step, who, reason))
+    _emit(as_json, {"ok": True, "step": step, "executor": who}, f"step {step} failed: {reason}")
+
+
+def block(
+    plan: PlanArg,
+    step: StepArg,
+    on: Annotated[str | None, typer.Option("--on", help="The step it waits behind.")] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why it cannot go on.")] = "",
+    executor: AgentOpt = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record that a step cannot go on: behind another step (--on), or why (--reason)."""
+    if on is None and not reason.strip():
+        fail("give --on STEP or --reason TEXT (or both)")
+    from ..agents.checkin import block_step
+
+    spec, wd, led = _open(plan, workdir, ledger)
+    who = _executor(executor)
+    with led:
+        _checkin(as_json, lambda: block_step(spec, led, step, who, on, reason))
+    why = f"behind {on}" if on else reason
+    _emit(as_json, {"ok": True, "step": step, "on": on, "reason": reason},
+          f"step {step} blocked: {why}")  # fmt: skip

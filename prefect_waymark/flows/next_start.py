@@ -1,0 +1,45 @@
+"""Why the next run starts where it does: the words of a marker's ``next_start.why``."""
+
+from __future__ import annotations
+
+from ..run.slot_budget import SlotBudget
+from ..run.summary import RunResult
+
+__all__ = ["next_reason", "waiting_reason"]
+
+
+def next_reason(
+    result: RunResult,
+    loop_stop: str | None,
+    max_steps: int | None,
+    suspend: tuple[str, str] | None = None,
+    budget: SlotBudget | None = None,
+) -> str:
+    """Why the next run starts where it does, in words (the marker's ``next_start.why``)."""
+    if result == "needs_review" and suspend is not None:
+        return (
+            "stopped for review; the flow run is suspended until someone answers (Prefect UI: "
+            "Resume, or `waymark review`), then goes on"
+        )
+    if result == "needs_review":
+        return "stopped for review: answer with `waymark review` or `waymark rerun`"
+    if result == "failed":
+        return "a step failed; the next run retries it"
+    if loop_stop == "max-steps" and budget is not None and budget.used:
+        return (
+            f"budget of this schedule slot reached (--max-steps {budget.max_steps}: "
+            f"{budget.used} started by earlier runs of the slot)"
+        )
+    if loop_stop == "max-steps":
+        return f"budget reached (--max-steps {budget.max_steps if budget else max_steps})"
+    if loop_stop == "until":
+        return "--until step reached"
+    if loop_stop == "busy":
+        return "another run holds the branch and goes on with it"
+    return ""
+
+
+def waiting_reason(waiting: dict[str, str]) -> str:
+    """Why a run stopped before agent or manual steps, in words."""
+    who = "; ".join(f"{sid} waits for {owner}" for sid, owner in waiting.items())
+    return f"{who} (check in with `waymark next` / `waymark start` / `waymark done`)"

@@ -1,0 +1,50 @@
+"""A run's identity across the executions of one flow run, and the suspend at its end
+(issue 12: review stops free the worker; :mod:`prefect_waymark.review.suspend`)."""
+
+from __future__ import annotations
+
+from ..ledger import Ledger
+from ..ledger.events import EventKind
+from ..review.suspend import in_deployment_run, suspend_now
+from ..run.identity import execution_run_id
+from .run_record import RunRecord
+
+__all__ = ["run_id_of_execution", "suspend_run"]
+
+
+def run_id_of_execution(ledger: Ledger, plan_id: str, flow_run_id: str) -> str:
+    """This execution's run id: the flow run's id, or — a deployment's suspended run resumed,
+    executed again — ``<id>-r<N>`` (Prefect's ``run_count`` does not count it)."""
+    if not in_deployment_run():
+        return flow_run_id
+    before = sum(
+        1
+        for ev in ledger.events(plan_id, kinds=[EventKind.run_started])
+        if ev.data.get("flow_run_id") == flow_run_id
+    )
+    return execution_run_id(flow_run_id, before + 1)
+
+
+def suspend_run(run: RunRecord, suspend: tuple[str, str], wait_seconds: float) -> None:
+    """Suspend the flow run (Prefect's ``Pause`` ends it); if Prefect refuses, the run ends
+    stopped for review like any other, and the ledger says the suspension did not happen."""
+    key, description = suspend
+    try:
+        suspend_now(key, wait_seconds, description)
+    except Exception as exc:  # noqa: BLE001 - Pause is not an Exception: it passes through
+        run.logger.warning(
+            "could not suspend the flow run (%s: %s): it ends stopped for review; answer with "
+            "`waymark review`, and the next run follows the answer",
+            type(exc).__name__,
+            exc,
+        )
+        run.ledger.record(
+            run.spec.plan_id,
+            EventKind.review_resumed,
+            run_id=run.run_id,
+            flow_run_id=str(run.flow_run_id),
+            pause_key=key,
+            decision="",
+            applied=False,
+            error=f"not suspended: {type(exc).__name__}: {str(exc)[:300]}",
+        )
