@@ -236,7 +236,12 @@ def done_step(
             by=executor,
             release=False,
         )
-    data: dict[str, Any] = {"outputs": hashes, "executor": executor, "evidence": evidence}
+    data: dict[str, Any] = {
+        "outputs": hashes,
+        "executor": executor,
+        "evidence": evidence,
+        "workdir": str(workdir),
+    }
     ledger.record(
         plan.plan_id,
         EventKind.step_completed,

@@ -123,7 +123,7 @@ def _step_doc(
                 "kind": plan.step(dep).kind,
                 "executor": ds.executor if ds else None,
                 "outputs": [
-                    {"path": p, "abs_path": str((workdir / p).resolve()), "sha256": h}
+                    _output(workdir, p, h, ds.workdir if ds else None)
                     for p, h in (ds.outputs if ds else {}).items()
                 ],
                 "evidence": dict(ds.evidence) if ds else {},
@@ -163,6 +163,20 @@ def _step_doc(
             "done": f"waymark done {plan.source} {step.id} --executor {who}"
             + "".join(f' --evidence "{i}: ..."' for i in acceptance_ids(step)),
         },
+    }
+
+
+def _output(workdir: Path, rel: str, sha: str, made_in: str | None) -> dict[str, Any]:
+    """An upstream output: is it here (this workdir, same content), and where it was made."""
+    from ..guards.output_hashes import hash_outputs
+
+    here = hash_outputs(workdir, [rel])[rel] == sha
+    return {
+        "path": rel,
+        "sha256": sha,
+        "here": here,
+        "abs_path": str((workdir / rel).resolve()) if here else None,
+        "made_in": str(Path(made_in) / rel) if made_in else None,
     }
 
 

@@ -20,7 +20,7 @@ from ..errors import LedgerError, WaymarkError
 from ..run import exit_codes
 from ..run.identity import default_executor
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
-from .options import LedgerOpt, PlanArg, WorkdirOpt
+from .options import LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt
 
 __all__ = ["block", "done", "fail_command", "next_command", "start", "tick"]
 
@@ -54,7 +54,7 @@ def _open(plan: Path, workdir: Path | None, ledger: str | None) -> tuple[Any, Pa
 
 def _emit(as_json: bool, doc: dict[str, Any], line: str, code: int = exit_codes.OK) -> None:
     if as_json:
-        print(json.dumps(doc, indent=2, default=str))
+        print(json.dumps(doc, indent=2, default=str, ensure_ascii=False))
     else:
         print(line)
     raise typer.Exit(code)
@@ -80,15 +80,21 @@ def next_command(
     executor: AgentOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
+    results: ResultsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The step to work on now, re-anchored (contract, refs); or why nothing is ready."""
+    """The step to work on now, re-anchored (contract, refs); or why nothing is ready. With
+    --results, upstream outputs this folder lacks are restored from the storage."""
     from ..agents.next_step import next_document
 
     spec, wd, led = _open(plan, workdir, ledger)
     who = _executor(executor) if executor or os.environ.get("WAYMARK_EXECUTOR") else None
     with led:
         doc, code = _checkin(as_json, lambda: next_document(spec, led, wd, who))
+    if results and doc.get("step"):
+        from ..agents.outputs import restore_upstream
+
+        _checkin(as_json, lambda: restore_upstream(results, wd, doc["step"]))
     _emit(as_json, doc, _next_text(doc), code)
 
 
@@ -115,7 +121,10 @@ def _next_text(doc: dict[str, Any]) -> str:
     lines += [f"acceptance {a['id']}: {a['text']}" for a in step["acceptance"]]
     for u in step["upstream"]:
         for o in u["outputs"]:
-            lines.append(f"upstream {u['step']}: {o['path']} (sha256 {o['sha256'][:12]}…)")
+            where = "here" if o.get("here") else f"not here; made at {o.get('made_in')}"
+            if o.get("restored"):
+                where = "restored here from the result storage"
+            lines.append(f"upstream {u['step']}: {o['path']} (sha256 {o['sha256'][:12]}…, {where})")
     for a in step["attempts"]:
         lines.append(f"earlier: {a['event']} at {a['at'][:19]}: {a.get('error') or ''}")
     cmd = step["commands"]
@@ -205,9 +214,11 @@ def done(
     ] = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
+    results: ResultsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check in a step as done: outputs hashed, evidence per acceptance item, receipts."""
+    """Check in a step as done: outputs hashed, evidence per acceptance item, receipts. With
+    --results the outputs are kept in the storage too (for executors in other folders)."""
     from ..agents.checkin import DoneInput, done_step
 
     spec, wd, led = _open(plan, workdir, ledger)
@@ -215,6 +226,10 @@ def done(
     given = DoneInput(outputs=output or [], evidence=evidence or [], receipts=receipt or [])
     with led:
         data = _checkin(as_json, lambda: done_step(spec, led, wd, step, who, given))
+        if results:
+            from ..agents.outputs import keep_outputs
+
+            data["kept"] = _checkin(as_json, lambda: keep_outputs(results, wd, data["outputs"]))
         missing = [i for i in _acceptance_ids(spec, step) if i not in (data.get("evidence") or {})]
     line = f"step {step} done by {who}"
     if missing:

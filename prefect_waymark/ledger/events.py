@@ -236,6 +236,7 @@ class StepCompletedData(_StepCompleted, total=False):
     # given per acceptance item (id -> text); `imported`: completed by `waymark import`.
     executor: str
     evidence: dict[str, str]
+    workdir: str
     imported: bool
 
 

@@ -68,6 +68,7 @@ class StepState(BaseModel):
     executor: str | None = None
     evidence: dict[str, str] = Field(default_factory=dict)
     blocked_on: str | None = None
+    workdir: str | None = None  # where a checked-in step's executor made its outputs
 
 
 def check_transition(state: StepState | None, event: ProgressEvent) -> None:
@@ -126,6 +127,7 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.outputs = dict(d.get("outputs", {}))
         s.executor = d.get("executor")
         s.evidence = dict(d.get("evidence") or {})
+        s.workdir = d.get("workdir")
         s.blocked_on = None
     elif kind == EventKind.step_blocked:
         s.status = StepStatus.blocked

@@ -1,0 +1,43 @@
+"""Outputs across machines for check-ins: ``waymark done --results`` keeps a step's outputs in
+the result storage (content-addressed, as a flow run with ``--results`` does), and ``waymark
+next --results`` restores the upstream outputs this workdir lacks, hash checked — so another
+executor in another folder, or a flow run there, finds them (``run/output_store.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["keep_outputs", "restore_upstream"]
+
+
+def _store(results: str) -> Any:
+    from ..run.results import ResultAccess, as_storage
+
+    access = ResultAccess(as_storage(results), keep_outputs=True)
+    assert access.outputs is not None
+    return access.outputs
+
+
+def keep_outputs(results: str, workdir: Path, hashes: dict[str, str]) -> list[str]:
+    """Store the outputs (path -> sha256); return the paths stored."""
+    stored: list[str] = _store(results).put(workdir, hashes)
+    return stored
+
+
+def restore_upstream(results: str, workdir: Path, step_doc: dict[str, Any]) -> list[str]:
+    """Restore each upstream output of a ``next`` step that is not here; mark it in the doc
+    (``here``, ``restored``); return the paths restored."""
+    store = _store(results)
+    done: list[str] = []
+    for up in step_doc.get("upstream") or []:
+        for out in up.get("outputs") or []:
+            if out.get("here"):
+                continue
+            if store.restore(workdir, out["path"], out["sha256"]):
+                out.update(
+                    here=True, restored=True, abs_path=str((workdir / out["path"]).resolve())
+                )
+                done.append(out["path"])
+    return done
