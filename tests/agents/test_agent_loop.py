@@ -235,3 +235,42 @@ def test_bad_check_ins_are_refused_with_one_line(tmp_path: Path) -> None:
         assert needle in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
     with open_ledger(_ledger(work)) as led:
         assert [e.kind.value for e in led.events("agent-loop") if e.step_id] == []
+
+
+def test_fail_and_block_check_ins(tmp_path: Path) -> None:
+    """`fail` frees the branch and the step is offered again with its error; `block --on`
+    keeps it out of `next` until the step it waits behind is done."""
+    doc = {
+        "plan_id": "agent-loop",
+        "steps": [
+            {"id": "a", "kind": "agent", "instructions": "Do a."},
+            {"id": "b", "kind": "agent", "instructions": "Do b.", "branch": "side"},
+        ],
+    }
+    work = tmp_path / "plan"
+    p = str(write_plan(work, doc))
+    assert run_cli("start", p, "a", "--executor", "w").returncode == 0
+    proc = run_cli("fail", p, "a", "--executor", "w", "--reason", "the API was down")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    step = _j(run_cli("next", p, "--executor", "w", "--json"))["step"]
+    assert step["id"] == "a" and step["status"] == "failed"
+    assert [(x["event"], x["error"]) for x in step["attempts"]] == [
+        ("step_failed", "the API was down")
+    ]
+    # a is blocked behind b: next offers b; once b is done, a again.
+    proc = run_cli("block", p, "a", "--on", "b", "--executor", "w")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _j(run_cli("next", p, "--executor", "w", "--json"))["step"]["id"] == "b"
+    assert run_cli("start", p, "b", "--executor", "w").returncode == 0
+    assert run_cli("done", p, "b", "--executor", "w").returncode == 0
+    step = _j(run_cli("next", p, "--executor", "w", "--json"))["step"]
+    assert step["id"] == "a" and step["status"] == "blocked"
+    assert run_cli("start", p, "a", "--executor", "w").returncode == 0
+    # Blocked for a reason only: not offered; next says why.
+    proc = run_cli("block", p, "a", "--reason", "waiting for the legal team", "--executor", "w")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_cli("next", p, "--executor", "w", "--json")
+    assert proc.returncode == 3
+    assert _j(proc)["reason"] == "blocked: step a — waiting for the legal team"
+    with open_ledger(_ledger(work)) as led:
+        assert led.holds("agent-loop") == []  # blocking a started step released its branch
