@@ -231,9 +231,13 @@ def done(
 
             data["kept"] = _checkin(as_json, lambda: keep_outputs(results, wd, data["outputs"]))
         missing = [i for i in _acceptance_ids(spec, step) if i not in (data.get("evidence") or {})]
+        from ..agents.flow_suspend import resume_waiting_runs
+
+        data["resumed"] = resume_waiting_runs(led, spec.plan_id, step)
     line = f"step {step} done by {who}"
     if missing:
         line += f" (no evidence for {', '.join(missing)})"
+    line += "".join(f"\n{spec.plan_id}: {r}" for r in data["resumed"])
     _emit(as_json, {"ok": True, "step": step, "executor": who, **data, "no_evidence": missing},
           line)  # fmt: skip
 

@@ -44,6 +44,15 @@ ReviewWaitOpt = Annotated[
         "default: it stops at once.",
     ),
 ]
+AgentWaitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--agent-wait",
+        help="When only agent or manual steps are left to do, a run suspends up to this many "
+        "seconds for their check-in (`waymark done` resumes it) and its worker is free "
+        "meanwhile; default: it ends at once, waiting for the check-in.",
+    ),
+]
 BranchOpt = Annotated[
     str | None,
     typer.Option("--branch", help="Branch of --source to clone (default: the remote's default)."),
@@ -64,6 +73,7 @@ def _prepare(
     source: str | None = None,
     branch: str | None = None,
     review_wait: float | None = None,
+    agent_wait: float | None = None,
 ) -> tuple[Any, str]:
     """Check everything a deployment takes (exit 2 on bad input); return it and its schedule's
     description."""
@@ -82,6 +92,8 @@ def _prepare(
         fail("--max-steps: expected a number >= 1")
     if review_wait is not None and not 1 <= review_wait <= 366 * 86400:
         fail("--review-wait: expected seconds from 1 to 31,622,400 (a year)")
+    if agent_wait is not None and not 1 <= agent_wait <= 366 * 86400:
+        fail("--agent-wait: expected seconds from 1 to 31,622,400 (a year)")
     if timezone is not None:
         import zoneinfo
 
@@ -122,6 +134,7 @@ def _prepare(
             result_storage=results,
             source=git,
             review_wait_seconds=review_wait,
+            agent_wait_seconds=agent_wait,
         )
     except Exception as exc:  # noqa: BLE001 - only a source is loaded here: say why, in one line
         if git is None:
@@ -251,6 +264,7 @@ def deploy(
     source: SourceOpt = None,
     branch: BranchOpt = None,
     review_wait: ReviewWaitOpt = None,
+    agent_wait: AgentWaitOpt = None,
 ) -> None:
     """Create (or update) a work-pool deployment of the plan; print how to start a worker.
 
@@ -272,6 +286,7 @@ def deploy(
         source,
         branch,
         review_wait,
+        agent_wait,
     )
     from .run_command import configure_prefect
 
@@ -295,6 +310,11 @@ def deploy(
         print(
             f"  a stop for review suspends the run up to {review_wait:g} s (its worker is free); "
             "answer in the Prefect UI or with `waymark review`"
+        )
+    if agent_wait is not None:
+        print(
+            f"  a run left with agent or manual steps suspends up to {agent_wait:g} s for their "
+            "check-in (its worker is free); `waymark done` resumes it"
         )
     if source is not None:
         rel = deployment.parameters["plan"]
@@ -339,6 +359,7 @@ def serve(
     ledger: LedgerOpt = None,
     results: ResultsOpt = None,
     review_wait: ReviewWaitOpt = None,
+    agent_wait: AgentWaitOpt = None,
 ) -> None:
     """Serve a deployment of the plan from this process (no work pool); Ctrl-C stops it."""
     deployment, when = _prepare(
@@ -353,6 +374,7 @@ def serve(
         name,
         results,
         review_wait=review_wait,
+        agent_wait=agent_wait,
     )
     from .run_command import configure_prefect
 

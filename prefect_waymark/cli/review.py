@@ -59,7 +59,9 @@ def review_command(
             return exit_codes.BAD_INPUT
         # Flow runs suspended for the stop this answer just closed (none is resumed twice).
         waiting = [
-            s for s in _suspensions(led, spec.plan_id) if s.answered and s.flow_run_id in unanswered
+            s
+            for s in _suspensions(led, spec.plan_id)
+            if s.answered and s.flow_run_id in unanswered and not s.waits_for_checkin
         ]
     for line in done:
         print(f"{spec.plan_id}: {line}")

@@ -122,6 +122,7 @@ def build_deployment(
     result_storage: str | None = None,
     source: GitSource | None = None,
     review_wait_seconds: float | None = None,
+    agent_wait_seconds: float | None = None,
 ) -> RunnerDeployment:
     """The deployment of ``run_plan`` for ``plan`` (read from ``plan_path``, absolute); with
     ``source``, a deployment whose runs clone that repository (cloned once here, to load the
@@ -144,6 +145,8 @@ def build_deployment(
         parameters["result_storage"] = result_storage
     if review_wait_seconds is not None:
         parameters["review_wait_seconds"] = review_wait_seconds
+    if agent_wait_seconds is not None:
+        parameters["agent_wait_seconds"] = agent_wait_seconds
     budget = f"up to {max_steps} steps per run" if max_steps else "every remaining step"
     options: dict[str, Any] = {
         "name": name or plan.plan_id,

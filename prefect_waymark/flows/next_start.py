@@ -12,7 +12,7 @@ def next_reason(
     result: RunResult,
     loop_stop: str | None,
     max_steps: int | None,
-    suspend: tuple[str, str] | None = None,
+    suspend: tuple[str, str | None] | None = None,
     budget: SlotBudget | None = None,
 ) -> str:
     """Why the next run starts where it does, in words (the marker's ``next_start.why``)."""

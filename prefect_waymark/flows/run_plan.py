@@ -18,6 +18,7 @@ from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
+from ..agents.flow_suspend import record_checkin_suspension
 from ..errors import PlanRunFailed, WaymarkError
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
@@ -225,7 +226,10 @@ def run_plan(
         after_deployment_run(summary.result, end.message, ledger, spec.plan_id, logger)
         logger.info("%s", summary.text())
         if suspend is not None:  # a deployment's run: the process ends here, the worker is free
-            suspend_run(run, suspend, review_wait_seconds)
+            # A review stop waits review_wait_seconds; a wait for check-ins (no form: None)
+            # agent_wait_seconds.
+            wait = review_wait_seconds if suspend[1] is not None else agent_wait_seconds
+            suspend_run(run, suspend, wait)
     finally:
         ledger.close()
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
@@ -241,12 +245,13 @@ def _run_steps(
     review_wait_seconds: float,
     budget: SlotBudget | None = None,
     agent_wait_seconds: float = 0,
-) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str] | None]:
+) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str | None] | None]:
     """Run the steps; return the summary and the step states read at the end, with their view,
     and — a deployment's run that stops for review — the pause key and form text to suspend
     with. ``states`` are those read at run start (read again if an answer or a take-over moved
     them)."""
     spec, ledger, logger = run.spec, run.ledger, run.logger
+    deployed = bool(run.flow_run_id) and in_deployment_run()
     # Given storage (not the workdir default) keeps the declared outputs too.
     results = ResultAccess(storage, keep_outputs=run.keeps_outputs)
     report = prepare_resume(ledger, spec, run.run_id)
@@ -270,7 +275,7 @@ def _run_steps(
     )
     gate.on_answer.append(reanchor.reload_accepted)
     # The resumed execution of a suspended run applies its answer before the loop reads states.
-    if run.flow_run_id and in_deployment_run():  # the resumed execution of a suspended run?
+    if deployed and run.flow_run_id:  # the resumed execution of a suspended run?
         resumed = open_suspension(
             ledger.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)), run.flow_run_id
         )
@@ -297,7 +302,8 @@ def _run_steps(
         until=until,
         lease_seconds=lease_seconds,
         observers=observers,
-        agent_wait_seconds=agent_wait_seconds,
+        # A deployment's run does not hold its worker while it waits: it suspends (below).
+        agent_wait_seconds=0 if deployed else agent_wait_seconds,
     )
     ctx = GuardContext(
         plan=spec,
@@ -317,7 +323,7 @@ def _run_steps(
     view = build_view(spec, states)
     gate.announce_open(view.needs_review)  # e.g. stops another runner recorded meanwhile
     result: RunResult
-    suspend = None
+    suspend: tuple[str, str | None] | None = None
     if view.needs_review:
         result = "needs_review"
         suspend = record_suspension(gate, view.needs_review)
@@ -327,6 +333,18 @@ def _run_steps(
         result = "completed"
     else:
         result = "stopped"
+        if outcome.waiting and deployed and agent_wait_seconds > 0 and run.flow_run_id:
+            key = record_checkin_suspension(
+                ledger, spec.plan_id, run.run_id, run.flow_run_id, outcome.waiting,
+                agent_wait_seconds,
+            )  # fmt: skip
+            suspend = (key, None)
+            logger.info(
+                "the flow run suspends up to %ss until %s checked in (`waymark done` resumes "
+                "it; its worker is free meanwhile)",
+                agent_wait_seconds,
+                ", ".join(outcome.waiting),
+            )
     summary = run.summary(
         result,
         # Where this run really started: its first claimed step (else where it would have).

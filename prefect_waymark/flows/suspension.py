@@ -25,18 +25,21 @@ def run_id_of_execution(ledger: Ledger, plan_id: str, flow_run_id: str) -> str:
     return execution_run_id(flow_run_id, before + 1)
 
 
-def suspend_run(run: RunRecord, suspend: tuple[str, str], wait_seconds: float) -> None:
+def suspend_run(run: RunRecord, suspend: tuple[str, str | None], wait_seconds: float) -> None:
     """Suspend the flow run (Prefect's ``Pause`` ends it); if Prefect refuses, the run ends
     stopped for review like any other, and the ledger says the suspension did not happen."""
     key, description = suspend
     try:
         suspend_now(key, wait_seconds, description)
     except Exception as exc:  # noqa: BLE001 - Pause is not an Exception: it passes through
+        then = (
+            "it ends waiting for the check-in; the next run follows it"
+            if description is None
+            else "it ends stopped for review; answer with `waymark review`, and the next run "
+            "follows the answer"
+        )
         run.logger.warning(
-            "could not suspend the flow run (%s: %s): it ends stopped for review; answer with "
-            "`waymark review`, and the next run follows the answer",
-            type(exc).__name__,
-            exc,
+            "could not suspend the flow run (%s: %s): %s", type(exc).__name__, exc, then
         )
         run.ledger.record(
             run.spec.plan_id,

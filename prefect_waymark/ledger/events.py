@@ -360,6 +360,9 @@ class ReviewWaitingData(_ReviewWaitingRequired, total=False):
 
     suspended: bool
     pause_key: str
+    #: ``checkin``: suspended until agent or manual ``steps`` are checked in (no form).
+    waits: str
+    steps: list[str]
 
 
 class _ReviewResumedRequired(TypedDict):

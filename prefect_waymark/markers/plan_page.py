@@ -113,6 +113,8 @@ def open_pause(events: Sequence[ProgressEvent], run_id: str | None) -> ProgressE
     the suspension lasts until an answer or its resumed execution)."""
     pause: ProgressEvent | None = None
     for ev in events:
+        if ev.data.get("waits") == "checkin":
+            continue  # a run suspended for a check-in, not for an answer
         if ev.kind == EventKind.review_waiting and (
             (ev.run_id == run_id and run_id) or ev.data.get("suspended")
         ):

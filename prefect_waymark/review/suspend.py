@@ -95,6 +95,12 @@ class Suspension:
     def step_id(self) -> str:
         return str(self.event.step_id or "")
 
+    @property
+    def waits_for_checkin(self) -> bool:
+        """Suspended for an agent's or a person's check-in (``waymark done`` resumes it), not
+        for a review answer."""
+        return self.event.data.get("waits") == "checkin"
+
     def expired(self, now: datetime) -> bool:
         """Its wait is over: Prefect fails a suspended run that was not resumed in time."""
         timeout = float(self.event.data.get("timeout_seconds") or 0)
@@ -134,14 +140,22 @@ def open_suspension(events: Sequence[ProgressEvent], flow_run_id: str) -> Suspen
 
 
 def suspend_now(key: str, timeout_seconds: float, description: str | None) -> None:
-    """Suspend the current flow run with the review form: raises Prefect's ``Pause``, which ends
-    the flow function (the process exits, the worker is free)."""
+    """Suspend the current flow run — with the review form and ``description`` above it, or
+    (``description`` None: a run waiting for a check-in) without a form: raises Prefect's
+    ``Pause``, which ends the flow function (the process exits, the worker is free)."""
     from prefect.flow_runs import suspend_flow_run
 
     from .signal import ReviewInput
 
-    form = ReviewInput.with_initial_data(description=description) if description else ReviewInput
-    suspend_flow_run(wait_for_input=form, timeout=max(1, int(timeout_seconds)), key=key)
+    timeout = max(1, int(timeout_seconds))
+    if description is None:
+        suspend_flow_run(timeout=timeout, key=key)
+        return
+    suspend_flow_run(
+        wait_for_input=ReviewInput.with_initial_data(description=description),
+        timeout=timeout,
+        key=key,
+    )
 
 
 def read_answer(suspension: Suspension, attempts: int = 4) -> ReviewInput | None:
@@ -195,19 +209,23 @@ def prefect_api_known() -> bool:
     return True
 
 
-def resume_suspended(suspensions: Sequence[Suspension], answer: dict[str, Any]) -> list[str]:
-    """Resume each suspended flow run with ``answer`` (its form's fields); return one line per
-    run, what became of it. A run that cannot be resumed (its pause timed out, the server is
-    not reachable) is said so; the answer stands in the ledger either way."""
+def resume_suspended(
+    suspensions: Sequence[Suspension], answer: dict[str, Any] | None
+) -> list[str]:
+    """Resume each suspended flow run with ``answer`` (its form's fields; None: a run waiting
+    for a check-in, no form); return one line per run, what became of it. A run that cannot be
+    resumed (its pause timed out, the server is not reachable) is said so; the ledger holds the
+    answer or the check-in either way."""
     from prefect.exceptions import FlowPauseTimeout, NotPausedError
     from prefect.flow_runs import resume_flow_run
 
     lines: list[str] = []
+    what = "answer" if answer is not None else "check-in"
     if suspensions and not prefect_api_known():
         return [
             f"flow run {s.flow_run_id} stays suspended: no Prefect server is known here "
-            "(set PREFECT_API_URL); resume it in the Prefect UI, or the next run follows the "
-            "answer"
+            f"(set PREFECT_API_URL); resume it in the Prefect UI, or the next run follows the "
+            f"{what}"
             for s in suspensions
         ]
     for s in suspensions:
@@ -217,14 +235,14 @@ def resume_suspended(suspensions: Sequence[Suspension], answer: dict[str, Any]) 
             lines.append(f"flow run {s.flow_run_id} was resumed already; it goes on")
         except FlowPauseTimeout:
             lines.append(
-                f"flow run {s.flow_run_id} waited for this answer and timed out; the next run "
-                "follows the answer"
+                f"flow run {s.flow_run_id} waited for this {what} and timed out; the next run "
+                f"follows the {what}"
             )
         except Exception as exc:  # noqa: BLE001 - the ledger holds the answer: say, go on
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             lines.append(
                 f"flow run {s.flow_run_id} stays suspended ({first}); the next run follows the "
-                "answer, or resume the flow run in the Prefect UI"
+                f"{what}, or resume the flow run in the Prefect UI"
             )
         else:
             lines.append(
@@ -276,6 +294,22 @@ def take_up(gate: ReviewGate, suspension: Suspension) -> None:
     """This run is the resumed execution of a suspended flow run: apply the answer it was
     resumed with (unless the stop was answered meanwhile), and record that it did."""
     step_id = suspension.step_id
+    if suspension.waits_for_checkin:
+        gate.log.info(
+            "resumed: %s checked in; the run goes on from the ledger",
+            ", ".join(suspension.event.data.get("steps") or [step_id]),
+        )
+        gate.ledger.record(
+            gate.plan.plan_id,
+            EventKind.review_resumed,
+            step_id=step_id,
+            run_id=gate.run_id,
+            flow_run_id=suspension.flow_run_id,
+            pause_key=suspension.key,
+            decision="",
+            applied=False,
+        )
+        return
     try:
         answer = read_answer(suspension)
     except Exception as exc:

@@ -196,3 +196,57 @@ def _the_suspend_flow(srv: TeamServer, plan: Path, work: Path, url: str) -> None
     assert counts["c"][0].startswith(f"{r4_id}-r"), counts
     completed = _events(url, "step_completed")
     assert sorted(e.step_id for e in completed) == ["a", "b", "c"]
+
+
+def test_a_run_waiting_for_an_agent_suspends_and_done_resumes_it(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    """Issue 13: a deployment's run that reaches an agent step suspends (`--agent-wait`), the one
+    worker takes the next run meanwhile (it suspends too), and the agent's `waymark done`
+    resumes both: one runs the code step after the agent's, the other finds the plan done."""
+    work = tmp_path / "plan"
+    doc = {
+        "plan_id": "agent-suspend",
+        "steps": [
+            {"id": "a", "run": 'echo "$WAYMARK_RUN_ID" >> a.count'},
+            {"id": "b", "kind": "agent", "owner": "agent-x", "depends_on": ["a"],
+             "instructions": "Write b.txt.", "outputs": ["b.txt"]},
+            {"id": "c", "run": 'echo "$WAYMARK_RUN_ID" >> c.count', "depends_on": ["b"]},
+        ],
+    }  # fmt: skip
+    plan = write_plan(work, doc)
+    with team_server(pg_server, tmp_path / "prefect") as srv:
+        try:
+            proc = _waymark(srv, "deploy", str(plan), "--pool", POOL, "--agent-wait", "900")
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert "suspends up to 900 s for their check-in" in proc.stdout
+            with srv.client() as client:
+                dep = client.read_deployment_by_name("waymark-run-plan/agent-suspend")
+            srv.start_worker(POOL, "only-worker", limit=1)
+            assert srv.wait_for_workers(POOL) == ["only-worker"]
+            r1 = _trigger(srv, dep.id)
+            _suspended(srv, r1)
+            r2 = _trigger(srv, dep.id)  # the worker is free: it takes this one too
+            _suspended(srv, r2)
+            with srv.client() as client:  # both stay suspended while the agent works
+                assert all(client.read_flow_run(r).state.is_paused() for r in (r1, r2))
+            assert (work / "a.count").read_text().split() == [str(r1)]
+            url = f"sqlite:///{work / '.waymark' / 'ledger.db'}"
+            with open_ledger(url) as led:
+                waits = led.events("agent-suspend", kinds=["review_waiting"])
+            assert [(w.data["waits"], w.data["steps"]) for w in waits] == [("checkin", ["b"])] * 2
+
+            proc = _waymark(srv, "start", str(plan), "b", "--executor", "agent-x")
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            (work / "b.txt").write_text("b")
+            proc = _waymark(srv, "done", str(plan), "b", "--executor", "agent-x")
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert proc.stdout.count("resumed the suspended flow run") == 2, proc.stdout
+            f1, f2 = _final(srv, r1), _final(srv, r2)
+            assert {f1.state.name, f2.state.name} == {"Completed"}, (f1.state, f2.state)
+            (c_run,) = (work / "c.count").read_text().split()
+            assert c_run.split("-r")[0] in {str(r1), str(r2)} and "-r" in c_run
+            assert (work / "a.count").read_text().split() == [str(r1)]  # not redone
+        except BaseException:
+            print(srv.worker_logs()[-20000:])
+            raise
