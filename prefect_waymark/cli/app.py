@@ -21,6 +21,7 @@ from ._common import (
 )
 from .agent_commands import block, done, fail_command, next_command, start, tick
 from .deploy_command import deploy, serve
+from .import_command import import_plan
 from .init_command import init
 from .options import (
     ByOpt,
@@ -200,6 +201,7 @@ app.command()(tick)
 app.command()(done)
 app.command(name="fail")(fail_command)
 app.command()(block)
+app.command("import")(import_plan)
 
 
 @app.command()

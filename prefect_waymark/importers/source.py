@@ -32,6 +32,7 @@ __all__ = [
     "slug",
     "source_error",
     "valid_id",
+    "where",
 ]
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
@@ -46,6 +47,7 @@ class SourceDep:
 
     target: str
     loc: str
+    line: int | None = None
 
 
 @dataclass(slots=True)
@@ -64,6 +66,7 @@ class SourceItem:
     owner: str | None = None
     milestone: str | None = None  # an explicit milestone (a Markdown heading)
     priority: int = 0  # lower first where the graph allows (beads' 0-4)
+    line: int | None = None  # the source line, when the format has lines
 
 
 @dataclass
@@ -78,11 +81,18 @@ class SourceDoc:
     title: str
     plan_id_hint: str
     detail: str = ""  # e.g. "tag master", shown in the summary
+    cycle_hint: str = ""  # the source tool's own way to find or fix a dependency cycle
 
 
 def source_error(file: str, path: str, message: str, line: int | None = None) -> PlanError:
     """The error for a source file that cannot be imported: one problem, naming its field."""
     return PlanError([PlanProblem(file, path, message, line)])
+
+
+def where(file: str, loc: str, line: int | None = None) -> str:
+    """Where something is in a source, as problems name it: ``file:line: field.path``."""
+    place = file if line is None else f"{file}:{line}"
+    return f"{place}: {loc}" if loc else place
 
 
 def first_problem(exc: PlanError) -> str:
@@ -136,9 +146,9 @@ def project_name(path: Path) -> str:
 
 
 def grouped(what: str, ids: list[str], tail: str, limit: int = 5) -> str:
-    """One warning for many items: ``3 tasks are deferred (a, b, c): imported as pending``."""
-    shown_ids = ", ".join(ids[:limit]) + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
-    return f"{len(ids)} {what} ({shown_ids}): {tail}"
+    """One warning for many items: ``deferred tasks (2: task-4, task-9): imported as pending``."""
+    listed = ", ".join(ids[:limit]) + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+    return f"{what} ({len(ids)}: {listed}): {tail}"
 
 
 def _loc_text(prefix: str, loc: Iterable[int | str], fields: set[str]) -> str:
