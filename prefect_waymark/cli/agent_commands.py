@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,6 +51,18 @@ def _open(plan: Path, workdir: Path | None, ledger: str | None) -> tuple[Any, Pa
     led = open_or_exit(ledger, wd, create=True, plan=spec)
     assert led is not None  # create=True
     return spec, wd, led
+
+
+def _views(spec: Any, led: Any, wd: Path) -> None:
+    """After a check-in: the plan's views in the workdir say it too (as after a run)."""
+    from ..markers import markers_folder
+    from ..markers.run_markers import write_views
+
+    try:
+        write_views(spec, led, markers_folder(spec, wd, None))
+    except (OSError, WaymarkError) as exc:
+        print(f"waymark: warning: the views (TASKS.md, STATE.md) were not updated: {exc}",
+              file=sys.stderr)  # fmt: skip
 
 
 def _emit(as_json: bool, doc: dict[str, Any], line: str, code: int = exit_codes.OK) -> None:
@@ -147,6 +160,7 @@ def start(
     who = _executor(executor)
     with led:
         line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who))
+        _views(spec, led, wd)
     _emit(as_json, {"ok": True, "step": step, "executor": who, "message": line}, line)
 
 
@@ -234,6 +248,7 @@ def done(
         from ..agents.flow_suspend import resume_waiting_runs
 
         data["resumed"] = resume_waiting_runs(led, spec.plan_id, step)
+        _views(spec, led, wd)
     line = f"step {step} done by {who}"
     if missing:
         line += f" (no evidence for {', '.join(missing)})"
@@ -266,6 +281,7 @@ def fail_command(
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: fail_step(spec, led, step, who, reason))
+        _views(spec, led, wd)
     _emit(as_json, {"ok": True, "step": step, "executor": who}, f"step {step} failed: {reason}")
 
 
@@ -288,6 +304,7 @@ def block(
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: block_step(spec, led, step, who, on, reason))
+        _views(spec, led, wd)
     why = f"behind {on}" if on else reason
     _emit(as_json, {"ok": True, "step": step, "on": on, "reason": reason},
           f"step {step} blocked: {why}")  # fmt: skip

@@ -24,6 +24,7 @@ __all__ = [
     "markers_folder",
     "preflight_markers",
     "rebuild_marker_files",
+    "write_views",
     "write_run_markers",
 ]
 
@@ -55,6 +56,13 @@ def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path, view: PlanView | 
     atomic_write(folder / "IMPLEMENTATION_LOG.md", implementation_log_md(plan, history, view))
     write_marker_file(folder / MARKER_FILE, plan.plan_id, history)
     atomic_write(folder / "STATE.md", state_md(plan, view, history[-1] if history else None))
+
+
+def write_views(plan: PlanSpec, ledger: Ledger, folder: Path) -> None:
+    """Rewrite the views (TASKS.md, STATE.md, IMPLEMENTATION_LOG.md, EXECUTION_MARKER.json) from
+    the ledger between runs — after a check-in; refuses files someone else wrote."""
+    check_writable([folder / name for name in VIEW_FILES])
+    _write_views(plan, ledger, folder, None)
 
 
 def write_run_markers(

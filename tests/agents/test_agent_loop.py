@@ -177,6 +177,8 @@ def test_without_waiting_a_flow_run_stops_at_the_agent_step_and_the_next_continu
     assert "step_interrupted" not in _kinds(work, "draft")
     (work / "draft.md").write_text("draft")
     assert run_cli("done", p, "draft", "--executor", "writer").returncode == 0
+    # The views say it at once, as after a run (no run between the check-in and them).
+    assert "`draft` — **completed** (owner: writer)" in (work / "TASKS.md").read_text()
     assert run_cli("start", p, "approve", "--executor", "ann").returncode == 0
     assert run_cli("done", p, "approve", "--executor", "ann").returncode == 0
     proc = run_cli("run", p)
