@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BranchBusyError,
+    CheckinError,
+    CheckinStopped,
     ForbiddenActionError,
     LedgerError,
     LedgerMismatch,
@@ -55,6 +57,8 @@ __version__ = "0.2.0"
 __all__ = [
     "ActionReceipt",
     "BranchBusyError",
+    "CheckinError",
+    "CheckinStopped",
     "EventKind",
     "ForbiddenActionError",
     "GoalContract",

@@ -23,7 +23,9 @@ WaymarkError
 │   └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
 ├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
 ├── UnwritablePathError       a folder a run will write cannot be created or written (checked first)
-└── MarkerFileError           a marker or view file is not waymark's, or is corrupt
+├── MarkerFileError           a marker or view file is not waymark's, or is corrupt
+├── CheckinError              a check-in (`waymark start`, `done`, ...) the ledger refuses (exit 2)
+└── CheckinStopped            re-anchoring at a check-in stopped or refused the step (exit 4)
 
 Importing this module is cheap (no Prefect, no pydantic): the records some errors carry are
 named for type checkers only.
@@ -36,6 +38,8 @@ from typing import Any, Protocol
 
 __all__ = [
     "BranchBusyError",
+    "CheckinError",
+    "CheckinStopped",
     "ForbiddenActionError",
     "LedgerError",
     "LedgerMismatch",
@@ -284,3 +288,12 @@ class UnwritablePathError(WaymarkError):
 
 class MarkerFileError(WaymarkError):
     """A marker or view file is not waymark's, or is corrupt; nothing was overwritten."""
+
+
+class CheckinError(WaymarkError):
+    """A check-in (``waymark start / tick / done / fail / block``) the ledger must not take: the
+    user's mistake (exit 2); nothing was recorded."""
+
+
+class CheckinStopped(WaymarkError):
+    """Re-anchoring at a check-in stopped the step for review, or refused it (exit 4)."""

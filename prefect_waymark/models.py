@@ -6,16 +6,19 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from enum import Enum
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "FORBIDDEN_PREFIX",
     "ActionReceipt",
     "ContractStatus",
     "GoalContract",
     "StepStatus",
     "contract_hash",
+    "forbidden_rule",
     "utcnow",
 ]
 
@@ -94,3 +97,16 @@ class ActionReceipt(BaseModel):
     response_hash: str | None = None
     at: datetime = Field(default_factory=utcnow)
     by: str | None = None
+
+
+#: A goal contract's ``forbidden`` entry ``action:<glob>`` forbids the actions it matches.
+FORBIDDEN_PREFIX = "action:"
+
+
+def forbidden_rule(action: str, forbidden: list[str]) -> str | None:
+    """The goal contract's ``action:<glob>`` entry that forbids ``action``, if any."""
+    for rule in forbidden:
+        if rule.startswith(FORBIDDEN_PREFIX):
+            if fnmatchcase(action, rule[len(FORBIDDEN_PREFIX) :].strip()):
+                return rule
+    return None

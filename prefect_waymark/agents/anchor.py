@@ -17,8 +17,8 @@ from ..guards._anchor import Anchor
 from ..guards.base import Verdict
 from ..guards.conflicts import load_accepted, verdict_for
 from ..ledger import Ledger
+from ..models import forbidden_rule
 from ..plan.spec import PlanSpec, StepSpec
-from ..tasks.actions import forbidden_rule
 
 __all__ = ["Reading", "reanchor"]
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BranchBusyError, WaymarkError
+from ..errors import BranchBusyError, CheckinError, CheckinStopped
 from ..guards.base import Verdict
 from ..guards.output_hashes import ABSENT, hash_outputs
 from ..ledger import Ledger
 from ..ledger.events import EventKind
+from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..review.gate import ReviewGate
 from .anchor import reanchor
@@ -41,14 +42,6 @@ __all__ = [
 #: How long an executor's hold lives without a ``tick`` (agents work in minutes, not seconds).
 AGENT_LEASE_SECONDS = 3600.0
 log = logging.getLogger("prefect_waymark.agents")
-
-
-class CheckinError(WaymarkError):
-    """A check-in the ledger must not take (the user's mistake: exit 2)."""
-
-
-class CheckinStopped(WaymarkError):
-    """Re-anchoring stopped the step for review (or refused it): exit 4."""
 
 
 def agent_run_id(executor: str) -> str:
@@ -73,10 +66,30 @@ def _step(plan: PlanSpec, step_id: str) -> StepSpec:
 
 
 def _stop(plan: PlanSpec, ledger: Ledger, run_id: str, step: StepSpec, verdict: Verdict) -> None:
+    """Stop ``step`` through the review gate and raise :class:`CheckinStopped`. A step in
+    progress cannot be refused (the ledger allows that only before it starts): a forbidden
+    action found then stops it for review, which releases its branch."""
+    st = ledger.step_states(plan.plan_id).get(step.id)
+    if verdict.kind == "refuse" and st is not None and st.status == "in_progress":
+        if verdict.drift is not None:
+            ledger.record(plan.plan_id, EventKind.drift, step_id=step.id, run_id=run_id,
+                          **verdict.drift)  # fmt: skip
+        verdict = Verdict("review", verdict.reason, verdict.details)
     gate = ReviewGate(plan, ledger, run_id, log)
     outcome = gate.stop(step.id, verdict)
+    if outcome == "moved":
+        raise CheckinError(
+            f"step {step.id} was moved on by another run meanwhile ({verdict.reason}); "
+            f"`waymark next {plan.source}` says where it stands"
+        )
     word = "refused" if outcome == "refused" else "stopped for review"
     raise CheckinStopped(f"step {step.id} {word}: {verdict.reason}")
+
+
+def refused_before(st: StepState | None) -> bool:
+    """The step was refused (a forbidden action): it is not offered again until someone
+    re-runs it (`waymark rerun`) — after the contract changed, say."""
+    return st is not None and st.status == "failed" and st.last_event == "step_refused"
 
 
 def start_step(
@@ -101,14 +114,28 @@ def start_step(
     if status == "in_progress":
         if st is not None and st.run_id == run_id:
             return f"step {step_id} is already yours (started {st.last_at}); go on with it"
-        raise CheckinError(f"step {step_id} is in progress by {_who(st.run_id if st else None)}")
+        since = f" since {st.last_at}" if st is not None and st.last_at else ""
+        raise CheckinError(
+            f"step {step_id} is in progress by {_who(st.run_id if st else None)}{since}"
+        )
     if status not in ("pending", "failed", "blocked"):
         raise CheckinError(f"step {step_id} is {status}; nothing to start")
+    if step.owner is not None and step.owner != executor:
+        raise CheckinError(
+            f"step {step_id} is for {step.owner!r} (its owner in the plan), not {executor!r}; "
+            f"start it as {step.owner}, or change its owner in {plan.source}"
+        )
     missing = [
         d for d in step.depends_on if (states.get(d) is None or states[d].status != "completed")
     ]
     if missing:
         raise CheckinError(f"step {step_id} waits for {', '.join(missing)} (not completed)")
+    holder = next((h for h in ledger.holds(plan.plan_id) if h.branch == step.branch), None)
+    if holder is not None and not holder.is_stale():  # refuse before anything is recorded
+        raise CheckinError(
+            f"branch {step.branch} is busy: step {holder.step_id} is in progress by "
+            f"{_who(holder.run_id)} since {holder.since}; one step per branch at a time"
+        )
     reading = reanchor(plan, ledger, workdir, run_id, step)
     if reading.verdict is not None:
         _stop(plan, ledger, run_id, step, reading.verdict)
@@ -145,10 +172,18 @@ def _held_by(plan: PlanSpec, ledger: Ledger, step: StepSpec, executor: str, verb
     st = ledger.step_states(plan.plan_id).get(step.id)
     if st is None or st.status != "in_progress":
         status = st.status if st else "pending"
-        raise CheckinError(
-            f"step {step.id} is {status}, not in progress: `waymark start {plan.source} {step.id} "
-            f"--executor {executor}` first"
+        if st is not None and st.last_event == "step_interrupted" and st.error:
+            raise CheckinError(
+                f"step {step.id}: your hold ran out (no `waymark tick` within its lease) and was "
+                f"released ({st.error}); `waymark start {plan.source} {step.id} --executor "
+                f"{executor}` takes it again"
+            )
+        hint = (
+            f": `waymark start {plan.source} {step.id} --executor {executor}` first"
+            if status in ("pending", "failed", "blocked")
+            else ""
         )
+        raise CheckinError(f"step {step.id} is {status}, not in progress{hint}")
     if st.run_id != agent_run_id(executor):
         raise CheckinError(
             f"step {step.id} was started by {_who(st.run_id)}, not by {executor!r}; only "
@@ -170,7 +205,14 @@ def _evidence(step: StepSpec, items: list[str]) -> dict[str, str]:
     by_text = {text: i for i, text in ids.items()}
     found: dict[str, str] = {}
     for raw in items:
-        name, sep, text = raw.partition(":")
+        # An item named by its text may hold ':' itself: the longest acceptance text first.
+        named = next(
+            (t for t in sorted(by_text, key=len, reverse=True) if raw.startswith(t + ":")), None
+        )
+        if named is not None:
+            name, sep, text = named, ":", raw[len(named) + 1 :]
+        else:
+            name, sep, text = raw.partition(":")
         name, text = name.strip(), text.strip()
         if not sep or not name or not text:
             raise CheckinError(f"--evidence {raw[:80]!r}: expected 'ITEM: text' (ITEM: A1, ...)")
@@ -181,6 +223,8 @@ def _evidence(step: StepSpec, items: list[str]) -> dict[str, str]:
                 f"--evidence {name!r}: step {step.id} has no acceptance item {name!r} (its "
                 f"items: {listed})"
             )
+        if item in found:
+            raise CheckinError(f"--evidence {item}: given twice; give each item once")
         found[item] = text
     return found
 
@@ -221,7 +265,10 @@ def done_step(
             "first (declared outputs must exist when the step is done)"
         )
     run_id = agent_run_id(executor)
-    if step.action is not None:
+    if step.action is not None:  # the contract may forbid it by now: never record it applied
+        reading = reanchor(plan, ledger, workdir, run_id, step)
+        if reading.verdict is not None:
+            _stop(plan, ledger, run_id, step, reading.verdict)
         from ..review.receipts import record_receipt
 
         external = receipts.pop("external_id", None)
@@ -276,6 +323,11 @@ def block_step(
 ) -> None:
     """Record that ``step_id`` cannot go on: behind step ``on``, or for ``reason``."""
     step = _step(plan, step_id)
+    if not step.checked_in:
+        raise CheckinError(
+            f"step {step_id} is code that a flow run executes; only agent and manual steps are "
+            "blocked by hand (a failed code step blocks the steps after it by itself)"
+        )
     if on is not None:
         _step(plan, on)
         if on == step_id:

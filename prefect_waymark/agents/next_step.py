@@ -21,7 +21,7 @@ from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..run import exit_codes
 from .anchor import reanchor
-from .checkin import CheckinStopped, _stop, acceptance_ids, agent_run_id
+from .checkin import CheckinStopped, _stop, acceptance_ids, agent_run_id, refused_before
 
 __all__ = ["SCHEMA", "next_document"]
 
@@ -41,7 +41,7 @@ def _available(
 ) -> bool:
     st = states.get(step.id)
     status = st.status if st else "pending"
-    if not step.checked_in or step.branch in held:
+    if not step.checked_in or step.branch in held or refused_before(st):
         return False
     if status == "blocked":
         on = st.blocked_on if st else None
@@ -199,6 +199,12 @@ def _why_nothing(plan: PlanSpec, view: PlanView, states: dict[str, StepState], e
         st = states.get(v.id)
         if v.status == "blocked" and st is not None and st.last_event == "step_blocked":
             return f"blocked: step {v.id} — {st.error}"
+    refused = [sid for sid, st in states.items() if refused_before(st)]
+    if refused:
+        return (
+            f"refused: step {refused[0]} — {states[refused[0]].error}; `waymark rerun "
+            f"{plan.source} {refused[0]}` offers it again (after the plan or contract changed)"
+        )
     nxt = view.next_step
     if nxt is not None:
         step = plan.step(nxt)
@@ -216,16 +222,21 @@ def next_document(
     """The ``waymark next`` document and its exit code (0 a step, 3 nothing ready, 4 review)."""
     run_id = agent_run_id(executor or "next")
     states = ledger.step_states(plan.plan_id)
-    target = _choose(plan, states, run_id, executor, ledger)
-    reading = reanchor(plan, ledger, workdir, run_id, target, all_refs=True)
     stopped = None
-    if target is not None and reading.verdict is not None:
+    for _ in range(len(plan.steps) + 1):
+        target = _choose(plan, states, run_id, executor, ledger)
+        reading = reanchor(plan, ledger, workdir, run_id, target, all_refs=True)
+        if target is None or reading.verdict is None:
+            break
         try:
             _stop(plan, ledger, run_id, target, reading.verdict)
         except CheckinStopped as exc:
             stopped = str(exc)
         states = ledger.step_states(plan.plan_id)
-        target = None
+        if reading.verdict.kind != "refuse":
+            target = None  # a conflict: the plan waits for a person's answer
+            break
+        # A forbidden action: that step is refused (once); look for another to do.
     view = build_view(plan, states)
     last = ledger.last_event(plan.plan_id, [EventKind.marker_written])
     boundary = None
@@ -252,6 +263,8 @@ def next_document(
             plan, target, states, ledger, workdir, reading.refs, reading.forbidden, executor
         )
         return doc, exit_codes.OK
-    doc["reason"] = stopped or _why_nothing(plan, view, states, executor, ledger)
+    doc["reason"] = (stopped if view.needs_review else None) or _why_nothing(
+        plan, view, states, executor, ledger
+    )
     code = exit_codes.NEEDS_REVIEW if view.needs_review else exit_codes.STOPPED
     return doc, code

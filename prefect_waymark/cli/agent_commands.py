@@ -31,18 +31,58 @@ AgentOpt = Annotated[
     typer.Option("--executor", help="Who checks in (default: $WAYMARK_EXECUTOR, else user@host)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
+LeaseOpt = Annotated[
+    float,
+    typer.Option(
+        "--lease",
+        min=60,
+        max=30 * 86400,
+        help="Seconds the hold lives without a tick (default: an hour); a longer one for a "
+        "person's step that takes days.",
+    ),
+]
 
 _EXECUTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/-]{0,99}$")
 
 
 def _executor(given: str | None) -> str:
-    name = given or os.environ.get("WAYMARK_EXECUTOR") or default_executor()
+    env = os.environ.get("WAYMARK_EXECUTOR")
+    source = "--executor" if given is not None else "$WAYMARK_EXECUTOR"
+    name = given if given is not None else env if env is not None else default_executor()
     if not _EXECUTOR_RE.fullmatch(name):
         fail(
-            f"--executor {name[:100]!r}: expected a name of letters, digits and . _ @ / - "
+            f"{source} {name[:100]!r}: expected a name of letters, digits and . _ @ / - "
             "(at most 100 characters)"
         )
     return name
+
+
+def _check_results(results: str | None) -> None:
+    """``--results`` before anything is recorded: an absolute folder, or the slug of a saved
+    file-system block on a Prefect server that is already known (none is started for it)."""
+    if results is None or results.startswith("/"):
+        return
+    if results.count("/") != 1 or results.startswith(".") or not results.strip("/"):
+        fail(
+            f"--results {results[:100]!r}: expected an absolute folder path or a saved "
+            "file-system block's slug (e.g. local-file-system/team-results)"
+        )
+    from ..review.suspend import prefect_api_known
+
+    if not prefect_api_known():
+        fail(
+            f"--results {results}: a block lives on a Prefect server and none is known here "
+            "(set PREFECT_API_URL), or give an absolute folder path"
+        )
+    from .run_command import storage_problem
+
+    try:
+        problem = storage_problem(results)
+    except Exception as exc:  # noqa: BLE001 - the server did not answer: one line, exit 2
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        problem = f"the block cannot be read ({type(exc).__name__}: {first})"
+    if problem is not None:
+        fail(f"--results {results}: {problem}")
 
 
 def _open(plan: Path, workdir: Path | None, ledger: str | None) -> tuple[Any, Path, Any]:
@@ -100,6 +140,7 @@ def next_command(
     --results, upstream outputs this folder lacks are restored from the storage."""
     from ..agents.next_step import next_document
 
+    _check_results(results)
     spec, wd, led = _open(plan, workdir, ledger)
     who = _executor(executor) if executor or os.environ.get("WAYMARK_EXECUTOR") else None
     with led:
@@ -151,6 +192,7 @@ def start(
     executor: AgentOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
+    lease: LeaseOpt = 3600.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Take the step's branch (one step in progress per branch): re-anchors first."""
@@ -159,7 +201,7 @@ def start(
     spec, wd, led = _open(plan, workdir, ledger)
     who = _executor(executor)
     with led:
-        line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who))
+        line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who, lease))
         _views(spec, led, wd)
     _emit(as_json, {"ok": True, "step": step, "executor": who, "message": line}, line)
 
@@ -173,6 +215,7 @@ def tick(
     ] = 10,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
+    lease: LeaseOpt = 3600.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Renew the hold on a step in progress; every N ticks re-anchor and print the contract."""
@@ -183,7 +226,10 @@ def tick(
     count = _count_tick(wd, spec.plan_id, who, step)
     with led:
         anchored = _checkin(
-            as_json, lambda: tick_step(spec, led, wd, step, who, count=count, every=every)
+            as_json,
+            lambda: tick_step(
+                spec, led, wd, step, who, count=count, every=every, lease_seconds=lease
+            ),
         )
     doc = {"ok": True, "step": step, "tick": count, "reanchored": anchored}
     line = f"tick {count} on {step}: hold renewed"
@@ -235,6 +281,7 @@ def done(
     --results the outputs are kept in the storage too (for executors in other folders)."""
     from ..agents.checkin import DoneInput, done_step
 
+    _check_results(results)
     spec, wd, led = _open(plan, workdir, ledger)
     who = _executor(executor)
     given = DoneInput(outputs=output or [], evidence=evidence or [], receipts=receipt or [])

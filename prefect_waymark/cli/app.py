@@ -21,6 +21,7 @@ from ._common import (
 )
 from .agent_commands import block, done, fail_command, next_command, start, tick
 from .deploy_command import deploy, serve
+from .hook_command import hook_app
 from .import_command import import_plan
 from .init_command import init
 from .options import (
@@ -152,6 +153,14 @@ def _run(
     if max_steps is not None and max_steps < 1:
         fail("--max-steps: expected a number >= 1")
     wd = workdir_for(spec, workdir)
+    from ..errors import WaymarkError
+    from ..run.env_settings import seconds_from_env
+
+    for name in ("WAYMARK_REVIEW_WAIT_SECONDS", "WAYMARK_AGENT_WAIT_SECONDS"):
+        try:
+            seconds_from_env(name)
+        except WaymarkError as exc:
+            fail(str(exc))
     preflight_run_or_exit(spec, wd, ledger, markers_dir, results)
     from .run_command import run_from_cli
 
@@ -320,6 +329,7 @@ server_app = typer.Typer(
     help="A local Prefect server that waymark runs reuse.", no_args_is_help=True
 )
 app.add_typer(server_app, name="server")
+app.add_typer(hook_app, name="hook")
 
 
 @server_app.command("start")

@@ -75,6 +75,8 @@ class StepRecords:
         self.generation: dict[str, int] = {}
         self.result_keys: dict[str, str | None] = {}
         self.refused: set[str] = set()
+        #: Agent or manual steps the ledger shows refused (a forbidden action): not waited for.
+        self.refused_checkins: set[str] = set()
         self._reread = True
 
     def refresh(self, only: str | None = None) -> None:
@@ -84,6 +86,14 @@ class StepRecords:
         for sid in [only] if only else self.order:
             st = states.get(sid)
             self.status[sid] = st.status if st else "pending"
+            if st is not None and st.last_event == "step_refused":
+                self.refused_checkins.add(sid)  # not offered again until re-run
+            else:
+                self.refused_checkins.discard(sid)
+            if st is not None and st.status == "blocked" and st.blocked_on:
+                done = states.get(st.blocked_on)  # what `waymark block --on` waited for is done
+                if done is not None and done.status == "completed":
+                    self.status[sid] = "pending"
             self.generation[sid] = st.generation if st else 0
             self.result_keys[sid] = st.result_key if st else None
 

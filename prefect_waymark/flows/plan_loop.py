@@ -242,7 +242,9 @@ class PlanLoop(StepRecords):
             spec = self.specs[sid]
             if not spec.checked_in or sid not in self.targets or self.status[sid] == "completed":
                 continue
-            if self.status[sid] == "in_progress" or self._ready(sid, failed_here):
+            if self.status[sid] == "in_progress" or (
+                self._ready(sid, failed_here) and sid not in self.refused_checkins
+            ):
                 found[sid] = spec.owner or f"{spec.kind} executor"
         return found
 

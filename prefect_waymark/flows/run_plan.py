@@ -44,6 +44,7 @@ from ..review.suspend import (
     record_suspension,
     take_up,
 )
+from ..run.env_settings import seconds_from_env
 from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
@@ -138,9 +139,9 @@ def run_plan(
     if not checked:
         check_until(spec, until)
     if review_wait_seconds is None:
-        review_wait_seconds = float(os.environ.get(REVIEW_WAIT_ENV) or 0)
+        review_wait_seconds = seconds_from_env(REVIEW_WAIT_ENV)
     if agent_wait_seconds is None:
-        agent_wait_seconds = float(os.environ.get(AGENT_WAIT_ENV) or 0)
+        agent_wait_seconds = seconds_from_env(AGENT_WAIT_ENV)
     # A bad URL, an unreachable or contradicted pinned ledger: LedgerUrlError, nothing recorded.
     url = resolve_ledger_url(ledger_url, wd, pin=spec.ledger, pin_source=spec.source)
     folder = markers_folder(spec, wd, markers_dir)

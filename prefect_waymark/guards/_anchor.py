@@ -27,7 +27,12 @@ __all__ = ["Anchor", "run_logger"]
 
 
 def run_logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
-    """The flow run's logger, or a plain one outside a run."""
+    """The flow run's logger, or a plain one outside a run (where Prefect is not imported
+    for it: check-ins and hooks stay light)."""
+    import sys
+
+    if "prefect.context" not in sys.modules:  # no Prefect loaded: certainly not in a run
+        return logging.getLogger("prefect_waymark")
     try:
         from prefect.logging import get_run_logger
 

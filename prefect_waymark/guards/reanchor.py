@@ -22,8 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models import contract_hash
-from ..tasks.actions import forbidden_rule
+from ..models import contract_hash, forbidden_rule
 from ._anchor import Anchor, run_logger
 from .base import GuardBase, GuardContext, Verdict
 from .conflicts import load_accepted, verdict_for

@@ -65,6 +65,10 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
         spec = by_id[sid]
         st = states.get(sid)
         status = st.status if st else StepStatus.pending
+        if status == StepStatus.blocked and st is not None and st.blocked_on:
+            on = states.get(st.blocked_on)
+            if on is not None and on.status == StepStatus.completed:  # what it waited for: done
+                status = StepStatus.pending
         changed = bool(st and status == "completed" and st.def_hash and st.def_hash != hashes[sid])
         blockers = [
             d for d in spec.depends_on if views[d].status in ("failed", "needs_review", "blocked")

@@ -225,15 +225,17 @@ def validate_plan_data(
             if raw.get("kind") in ("agent", "manual"):
                 code = [f for f in ("run", "call", "probe") if raw.get(f) is not None]
                 if code:
+                    article = "an" if raw["kind"] == "agent" else "a"
                     add(
                         ("steps", i),
-                        f"a {raw['kind']} step is done outside the flow: it has no "
-                        f"{' or '.join(repr(f) for f in code)}; give 'instructions' instead",
+                        f"{article} {raw['kind']} step is done outside the flow: it must not "
+                        f"have {' or '.join(repr(f) for f in code)}; give 'instructions' instead",
                     )
                 if not (isinstance(raw.get("instructions"), str) and raw["instructions"].strip()):
+                    article = "an" if raw["kind"] == "agent" else "a"
                     add(
                         ("steps", i, "instructions"),
-                        f"a {raw['kind']} step needs instructions: what its executor does",
+                        f"{article} {raw['kind']} step needs instructions: what its executor does",
                     )
             elif (raw.get("run") is None) == (raw.get("call") is None):
                 which = "both" if raw.get("run") is not None else "neither"

@@ -209,9 +209,7 @@ def prefect_api_known() -> bool:
     return True
 
 
-def resume_suspended(
-    suspensions: Sequence[Suspension], answer: dict[str, Any] | None
-) -> list[str]:
+def resume_suspended(suspensions: Sequence[Suspension], answer: dict[str, Any] | None) -> list[str]:
     """Resume each suspended flow run with ``answer`` (its form's fields; None: a run waiting
     for a check-in, no form); return one line per run, what became of it. A run that cannot be
     resumed (its pause timed out, the server is not reachable) is said so; the ledger holds the

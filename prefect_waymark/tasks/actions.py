@@ -31,14 +31,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from fnmatch import fnmatchcase
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import ForbiddenActionError, NeedsReview, OutcomeUnknownError, StepError
 from ..ledger.base import pid_alive, this_host
 from ..ledger.receipts import ReceiptRecord, default_action_key
-from ..models import ActionReceipt
+from ..models import ActionReceipt, forbidden_rule
 from ..run.identity import default_executor
 
 if TYPE_CHECKING:
@@ -56,17 +55,6 @@ __all__ = [
 
 Probe = Callable[[str], "bool | None"]
 """Asks the business system about an idempotency key: True applied, False not, None unknown."""
-
-FORBIDDEN_PREFIX = "action:"
-
-
-def forbidden_rule(action: str, forbidden: list[str]) -> str | None:
-    """The goal contract's ``action:<glob>`` entry that forbids ``action``, if any."""
-    for rule in forbidden:
-        if rule.startswith(FORBIDDEN_PREFIX):
-            if fnmatchcase(action, rule[len(FORBIDDEN_PREFIX) :].strip()):
-                return rule
-    return None
 
 
 def _hash(response: Any) -> str:

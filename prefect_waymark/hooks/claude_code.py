@@ -1,0 +1,59 @@
+"""A :class:`~.decisions.Decision` in Claude Code's hooks protocol.
+
+From Claude Code's hooks reference (https://code.claude.com/docs/en/hooks): a command hook
+gets the event as JSON on stdin and answers with its exit code and stdout. This module always
+answers with exit code 0 and, when there is something to say, one JSON object on stdout —
+never exit 2, which blocks (PreToolUse, Stop, UserPromptSubmit) with stderr as the reason, and
+never another non-zero code, which shows a "hook error" notice. Stderr at exit 0 goes to
+Claude Code's debug log only (``claude --debug``): the hook's notices are silent there.
+
+========================  ======================================================================
+SessionStart              ``hookSpecificOutput.additionalContext`` (added before the first
+                          prompt); ``systemMessage`` (shown to the person) for a setup problem
+UserPromptSubmit          ``hookSpecificOutput.additionalContext`` (next to the prompt)
+PreToolUse                ``hookSpecificOutput.permissionDecision: "deny"`` with
+                          ``permissionDecisionReason`` (shown to Claude); a reminder as
+                          ``hookSpecificOutput.additionalContext``. An allowed call gets no
+                          ``permissionDecision`` at all: ``"allow"`` would skip the person's
+                          permission prompt, which is not the hook's to skip
+PostToolUse               ``hookSpecificOutput.additionalContext`` (next to the tool result)
+Stop                      top-level ``decision: "block"`` with ``reason`` (required; tells
+                          Claude why to go on)
+========================  ======================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .decisions import Decision
+
+__all__ = ["answer"]
+
+
+def _specific(event: str, **fields: Any) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, **fields}}
+
+
+def answer(d: Decision) -> str:
+    """The stdout for ``d`` (empty: no decision, nothing to add); the exit code is always 0."""
+    out: dict[str, Any] = {}
+    if d.event == "PreToolUse":
+        fields: dict[str, Any] = {}
+        if d.decision == "deny":
+            fields["permissionDecision"] = "deny"
+            fields["permissionDecisionReason"] = d.reason or "forbidden by the goal contract"
+        if d.context:
+            fields["additionalContext"] = d.context
+        if fields:
+            out = _specific("PreToolUse", **fields)
+    elif d.event == "Stop":
+        if d.decision == "block":
+            out = {"decision": "block", "reason": d.reason or "the step is not checked in"}
+    elif d.event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+        if d.context:
+            out = _specific(d.event, additionalContext=d.context)
+    if d.event == "SessionStart" and d.user_message:
+        out["systemMessage"] = d.user_message
+    return json.dumps(out) if out else ""

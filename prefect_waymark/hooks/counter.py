@@ -1,0 +1,147 @@
+"""A hook session's small state: its prompt and tool-call counts, kept between hook calls.
+
+Each hook call is a new process, so what it must remember lives in
+``<workdir>/.waymark/hooks/<session_id>.json``: when the session was first seen, how many
+prompts and tool calls it made (and how many since the last reminder), which event counts the
+tool calls, the contract's words as ``SessionStart``'s re-anchor read them, and which gaps in a
+step's evidence ``Stop`` has told already. Parallel tool calls run their hooks at the same time:
+the file is read and written under an exclusive ``flock`` (where the platform has one). A file
+that cannot be read is a new session; one that cannot be written loses a count, never a
+decision. ``SessionStart`` removes the files of sessions idle for :data:`KEEP_DAYS` days.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..models import utcnow
+
+try:  # POSIX; elsewhere the counts are kept without a lock
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["KEEP_DAYS", "HookSession", "prune_sessions", "session_file", "updated_session"]
+
+KEEP_DAYS = 30
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class HookSession(BaseModel):
+    """What a session's hooks remember."""
+
+    session_id: str
+    started_at: str = Field(default_factory=lambda: utcnow().isoformat())
+    plan_id: str | None = None
+    #: Prompts and tool calls since the last reminder (or the last SessionStart).
+    since_reminder: int = 0
+    prompts: int = 0
+    tool_calls: int = 0
+    reminders: int = 0
+    #: The first tool event the session sent (PreToolUse or PostToolUse): only it counts tool
+    #: calls, so a session with both hooks counts each call once.
+    tool_event: str | None = None
+    #: The contract as SessionStart's re-anchor read it (a contract block's words are not
+    #: in the plan file, and the hooks after it read no Prefect).
+    goal: str | None = None
+    forbidden: list[str] | None = None
+    stop_blocks: int = 0
+    #: The done-without-evidence gaps Stop told already ("step:A2,A3"): each is told once.
+    told: list[str] = Field(default_factory=list)
+    #: Why this state could not be kept (the file cannot be written); not saved.
+    unsaved: str | None = Field(default=None, exclude=True)
+
+    def count(self, event: str) -> bool:
+        """Count one prompt or tool call of ``event``; True if it is one that counts."""
+        if event == "UserPromptSubmit":
+            self.prompts += 1
+        elif event in ("PreToolUse", "PostToolUse"):
+            if self.tool_event is None:
+                self.tool_event = event
+            if self.tool_event != event:
+                return False
+            self.tool_calls += 1
+        else:
+            return False
+        self.since_reminder += 1
+        return True
+
+
+def session_file(workdir: Path, session_id: str | None) -> Path:
+    """The state file of ``session_id`` (made safe as a file name)."""
+    name = _SAFE.sub("_", session_id or "")[:120] or "unknown-session"
+    return workdir / ".waymark" / "hooks" / f"{name}.json"
+
+
+def _lock(f: IO[str]) -> None:
+    if fcntl is not None:
+        with contextlib.suppress(OSError):  # a file system without locks: counted unlocked
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+
+
+def _read(f: IO[str], session_id: str) -> HookSession:
+    f.seek(0)
+    raw = f.read()
+    if raw.strip():
+        try:
+            found = HookSession.model_validate(json.loads(raw))
+            if found.session_id == session_id:
+                return found
+        except (ValueError, ValidationError):
+            pass  # a torn or foreign file: the session starts again
+    return HookSession(session_id=session_id)
+
+
+@contextlib.contextmanager
+def updated_session(workdir: Path, session_id: str | None) -> Iterator[HookSession]:
+    """The session's state, written back when the block ends (under the file's lock). A file
+    that cannot be opened or written gives a fresh state with :attr:`HookSession.unsaved`
+    saying why: the hook decides on, only the count is lost."""
+    sid = session_id or "unknown-session"
+    path = session_file(workdir, session_id)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path, "a+", encoding="utf-8")  # closed by the with below
+    except OSError as exc:
+        state = HookSession(session_id=sid, unsaved=f"{path}: {exc.strerror or exc}")
+        yield state
+        return
+    with f:
+        _lock(f)
+        state = _read(f, sid)
+        yield state
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(state.model_dump_json())
+            f.flush()
+        except OSError as exc:
+            state.unsaved = f"{path}: {exc.strerror or exc}"
+
+
+def prune_sessions(workdir: Path, keep_days: float = KEEP_DAYS) -> int:
+    """Remove the state files of sessions idle for ``keep_days``; return how many."""
+    folder = workdir / ".waymark" / "hooks"
+    cutoff = time.time() - keep_days * 86400
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for e in entries:
+        try:
+            if e.name.endswith(".json") and e.stat().st_mtime < cutoff:
+                os.unlink(e.path)
+                removed += 1
+        except OSError:
+            continue
+    return removed

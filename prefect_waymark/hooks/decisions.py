@@ -1,0 +1,276 @@
+"""What a hook decides for one event: the :class:`Decision` both forms are written from.
+
+``decide(event, payload, settings)`` never raises: whatever goes wrong — bad stdin, no plan
+configured, a plan with problems, no ledger yet, an unexpected error — is a decision ``none``
+with the reason in :attr:`Decision.notices` (one line each, for stderr). ``PreToolUse``'s
+forbidden check needs the plan file only, so it works before the ledger exists.
+
+The generic form (:meth:`Decision.as_generic`, ``waymark hook generic --json``)::
+
+    {"schema": 1, "event": "PreToolUse", "decision": "deny", "reason": "...",
+     "context": null, "reminder": false, "plan_id": "...", "executor": "...", "step": null,
+     "notices": []}
+
+``decision`` is ``deny`` (PreToolUse: do not run the tool call; ``reason`` says why),
+``block`` (Stop: do not end the turn; ``reason`` says what is missing), ``allow`` (checked,
+nothing against it: PreToolUse and Stop) or ``none`` (nothing decided: the other events, or the
+hook could not decide). ``context`` is text for the agent's context (SessionStart's next
+context, a re-anchor reminder), or null.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from ..errors import WaymarkError
+from ..ledger.events import EventKind
+from ..ledger.progress_view import build_view
+from ..models import GoalContract, StepStatus
+from .counter import HookSession, prune_sessions, updated_session
+from .forbidden import forbidden_match
+from .loaded import LoadedPlan, agent_run_id, item_ids, load
+from .payload import EVENTS, HookInput
+from .settings import HookSettings
+from .texts import deny_reason, no_ledger_context, reminder, session_context, stop_reason
+
+__all__ = ["SCHEMA", "Decision", "Verdict", "decide"]
+
+#: The generic form's version; bumped on any change that is not an added key.
+SCHEMA = 1
+Verdict = Literal["allow", "deny", "block", "none"]
+log = logging.getLogger("prefect_waymark.hooks")
+
+
+@dataclass
+class Decision:
+    """One event's answer, harness-neutral."""
+
+    event: str | None
+    decision: Verdict = "none"
+    reason: str | None = None
+    context: str | None = None
+    reminder: bool = False
+    plan_id: str | None = None
+    executor: str | None = None
+    step: str | None = None
+    #: Why nothing (or not everything) was decided: one line each, for stderr.
+    notices: list[str] = field(default_factory=list)
+    #: A setup problem for the person (SessionStart only: once a session, not every call).
+    user_message: str | None = None
+
+    def as_generic(self) -> dict[str, Any]:
+        doc = {"schema": SCHEMA, **asdict(self)}
+        doc.pop("user_message")
+        return doc
+
+
+def decide(event: str | None, payload: HookInput, settings: HookSettings) -> Decision:
+    """The decision for ``event`` (one of :data:`~.payload.EVENTS`)."""
+    d = Decision(event, executor=settings.executor)
+    d.notices += settings.notices
+    if event not in EVENTS:
+        d.notices.append(f"event {event!r} is not one the hook answers ({', '.join(EVENTS)})")
+        return d
+    try:
+        plan = load(settings, payload)
+        d.plan_id = plan.spec.plan_id
+        if event == "SessionStart":
+            _session_start(plan, payload, d)
+        elif event == "Stop":
+            _stop(plan, payload, d)
+        else:
+            _tool_or_prompt(event, plan, payload, d)
+    except WaymarkError as exc:
+        d.notices.append(str(exc))
+        if event == "SessionStart":
+            d.user_message = f"waymark hook: {exc}"
+    except Exception as exc:  # noqa: BLE001 - a hook never breaks the agent's session
+        log.debug("hook %s failed", event, exc_info=True)
+        d.decision, d.reason, d.context = "none", None, None
+        d.notices.append(f"{event}: unexpected {type(exc).__name__}: {exc}")
+        if event == "SessionStart":
+            d.user_message = f"waymark hook: {d.notices[-1]}"
+    return d
+
+
+def _session_start(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
+    """The ``waymark next`` context: re-anchors (a ``reanchor`` ledger event), as ``next``."""
+    from ..errors import LedgerNotFound
+    from ..ledger import open_ledger
+
+    prune_sessions(plan.workdir)
+    with updated_session(plan.workdir, payload.session_id) as s:  # the session starts now
+        s.plan_id = plan.spec.plan_id
+        s.since_reminder = 0
+    _kept(s, d)
+    try:
+        led = open_ledger(plan.ledger_url, create=False)
+    except LedgerNotFound:
+        d.context = no_ledger_context(plan.spec.plan_id, plan.path, plan.where(), d.executor)
+        d.notices.append(f"plan {plan.spec.plan_id!r}: no ledger yet at {plan.where()}")
+        return
+    from ..agents.next_step import next_document
+
+    with led:
+        doc, _code = next_document(plan.spec, led, plan.workdir, d.executor)
+    d.context = session_context(doc, d.executor)
+    step = doc.get("step")
+    d.step = step["id"] if step else None
+    with updated_session(plan.workdir, payload.session_id) as s:
+        s.goal = (doc.get("contract") or {}).get("goal")
+        s.forbidden = list((doc.get("contract") or {}).get("forbidden") or [])
+
+
+def _kept(s: HookSession, d: Decision) -> None:
+    if s.unsaved:
+        d.notices.append(f"session state not kept ({s.unsaved}): prompts and calls not counted")
+
+
+def _forbidden(plan: LoadedPlan, s: HookSession) -> list[str]:
+    """The contract's forbidden list without Prefect: the plan file's inline contract, else
+    what SessionStart's re-anchor read, else the last re-anchor's recorded free-text entries."""
+    c = plan.spec.contract
+    if c is None:
+        return []
+    if isinstance(c, GoalContract):
+        return list(c.forbidden)
+    if s.forbidden is not None:
+        return s.forbidden
+    try:
+        with plan.reader() as r:
+            last = r.last_event(plan.spec.plan_id, [EventKind.reanchor])
+    except Exception:  # noqa: BLE001 - no ledger (or an unreadable one): nothing recorded
+        return []
+    return [str(f) for f in (last.data.get("forbidden") or [])] if last else []
+
+
+def _goal(plan: LoadedPlan, s: HookSession) -> str | None:
+    c = plan.spec.contract
+    if isinstance(c, GoalContract):
+        return c.objective
+    return s.goal or (f"(the goal contract in block {c.block!r})" if c is not None else None)
+
+
+def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
+    """PreToolUse's forbidden check; every N prompts and tool calls the reminder. Neither the
+    count nor the reminder can cost the check: their failures are notices."""
+    every = plan.settings.every
+    s = HookSession(session_id=payload.session_id or "unknown-session")
+    remind, count = False, 0
+    try:
+        with updated_session(plan.workdir, payload.session_id) as s:
+            s.plan_id = plan.spec.plan_id
+            counted = s.count(event)
+            remind = counted and every > 0 and s.since_reminder >= every
+            count = s.prompts + s.tool_calls
+            if remind:
+                s.since_reminder = 0
+                s.reminders += 1
+        _kept(s, d)
+    except Exception as exc:  # noqa: BLE001 - not counted, still checked
+        d.notices.append(f"session state: {type(exc).__name__}: {exc}")
+    forbidden = _forbidden(plan, s)
+    if event == "PreToolUse":
+        m = forbidden_match(forbidden, payload.tool_name, payload.tool_input)
+        if m is not None:
+            d.decision = "deny"
+            d.reason = deny_reason(m, plan.contract_label(), plan.path, d.executor)
+        else:
+            d.decision = "allow"
+    if remind:
+        try:
+            d.context = _reminder(plan, d, count, _goal(plan, s), forbidden)
+            d.reminder = True
+        except Exception as exc:  # noqa: BLE001 - a reminder lost, the decision kept
+            d.notices.append(f"reminder: {type(exc).__name__}: {exc}")
+
+
+def _reminder(
+    plan: LoadedPlan, d: Decision, count: int, goal: str | None, forbidden: list[str]
+) -> str:
+    step_doc: dict[str, Any] | None = None
+    try:
+        with plan.reader() as r:
+            states = r.step_states(plan.spec.plan_id)
+    except WaymarkError as exc:
+        d.notices.append(str(exc))
+        states = {}
+    view = build_view(plan.spec, states)
+    milestone = view.active_milestone
+    standing = f"{view.counts.get('completed', 0)}/{len(view.steps)} done"
+    if d.executor is not None:
+        mine = agent_run_id(d.executor)
+        for sid, st in states.items():
+            if st.status == StepStatus.in_progress and st.run_id == mine:
+                try:
+                    spec = plan.spec.step(sid)
+                except KeyError:
+                    continue
+                d.step = sid
+                milestone = spec.milestone or milestone
+                step_doc = {"id": sid, "status": st.status.value,
+                            "instructions": spec.instructions or spec.title,
+                            "acceptance": item_ids(spec.acceptance)}  # fmt: skip
+                break
+    return reminder(
+        plan_id=plan.spec.plan_id, plan_path=plan.path, count=count, goal=goal,
+        milestone=milestone, forbidden=forbidden, executor=d.executor, step=step_doc,
+        standing=standing,
+    )  # fmt: skip
+
+
+def _after(at: str | None, since: str) -> bool:
+    if at is None:
+        return False
+    try:
+        return datetime.fromisoformat(at) >= datetime.fromisoformat(since)
+    except (ValueError, TypeError):  # unreadable, or naive against aware: not this session
+        return False
+
+
+def _stop(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
+    """Block the end of the turn while the executor's step is open, or was checked in during
+    this session without evidence for an acceptance item (told once per step and gap)."""
+    if payload.stop_hook_active:
+        d.decision = "allow"
+        d.notices.append("stop_hook_active: the turn already continued for a Stop hook; no block")
+        return
+    if d.executor is None:
+        d.notices.append("no valid executor: Stop checks nothing")
+        return
+    with plan.reader() as r:
+        states = r.step_states(plan.spec.plan_id)
+    mine = agent_run_id(d.executor)
+    open_steps: list[tuple[str, dict[str, str]]] = []
+    done_missing: list[tuple[str, dict[str, str], list[str]]] = []
+    with updated_session(plan.workdir, payload.session_id) as s:
+        s.plan_id = plan.spec.plan_id
+        for sid in plan.spec.topological_order():
+            st = states.get(sid)
+            if st is None:
+                continue
+            items = item_ids(plan.spec.step(sid).acceptance)
+            if st.status == StepStatus.in_progress and st.run_id == mine:
+                open_steps.append((sid, items))
+            elif (
+                st.status == StepStatus.completed
+                and st.executor == d.executor
+                and _after(st.completed_at, s.started_at)
+            ):
+                missing = [i for i in items if not st.evidence.get(i)]
+                key = f"{sid}:{','.join(missing)}"
+                if missing and key not in s.told:
+                    done_missing.append((sid, items, missing))
+                    s.told.append(key)
+        if open_steps or done_missing:
+            s.stop_blocks += 1
+    _kept(s, d)
+    if not open_steps and not done_missing:
+        d.decision = "allow"
+        return
+    d.decision = "block"
+    d.step = (open_steps or done_missing)[0][0]
+    d.reason = stop_reason(plan.path, d.executor, open_steps, done_missing)

@@ -1,0 +1,130 @@
+"""``waymark hook generic [EVENT] --json``: the same decisions, harness-neutral; and the sub-app
+itself through typer's CliRunner (how the lead's ``waymark hook`` will call it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner
+
+from prefect_waymark.cli.hook_command import hook_app
+from prefect_waymark.hooks.loaded import agent_run_id, item_ids
+from tests.hooks._helpers import PLAN, answer, env_for, hook, make_plan, payload, waymark
+
+KEYS = {
+    "schema",
+    "event",
+    "decision",
+    "reason",
+    "context",
+    "reminder",
+    "plan_id",
+    "executor",
+    "step",
+    "notices",
+}
+
+
+def _generic(*args: str, **kw: Any) -> dict[str, Any]:
+    doc = answer(hook("generic", *args, "--json", **kw))
+    assert set(doc) == KEYS and doc["schema"] == 1
+    return doc
+
+
+def test_the_generic_form_carries_each_decision(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path)
+    env = env_for(plan)
+    # The event from the payload's hook_event_name when none is given.
+    deny = _generic(stdin=payload("pre_tool_use_bash_deploy.json", tmp_path), env=env)
+    assert deny["event"] == "PreToolUse" and deny["decision"] == "deny"
+    assert "'action:deploy-*'" in deny["reason"] and deny["plan_id"] == "billing-report"
+    allow = _generic("pre-tool-use", stdin=payload("pre_tool_use_read.json", tmp_path), env=env)
+    assert allow["decision"] == "allow" and allow["reason"] is None
+    start = _generic("SessionStart", stdin=payload("session_start.json", tmp_path), env=env)
+    assert start["decision"] == "none" and "nothing is recorded yet" in start["context"]
+    waymark("start", str(plan), "draft", "--executor", "claude")
+    start = _generic("SessionStart", stdin=payload("session_start.json", tmp_path), env=env)
+    assert start["step"] == "draft" and "Instructions: Write report.md" in start["context"]
+    block = _generic("Stop", stdin=payload("stop.json", tmp_path), env=env)
+    assert block["decision"] == "block" and block["step"] == "draft"
+    assert f"waymark done {plan} draft --executor claude" in block["reason"]
+    again = _generic("Stop", stdin=payload("stop_hook_active.json", tmp_path), env=env)
+    assert again["decision"] == "allow" and "stop_hook_active" in again["notices"][0]
+    bad = answer(hook("generic", "--json", stdin=b"{not json", env=env))
+    assert bad["decision"] == "none" and bad["event"] is None and "not JSON" in bad["notices"][0]
+
+
+def test_the_generic_text_form(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path)
+    proc = hook(
+        "generic",
+        "PreToolUse",
+        stdin=payload("pre_tool_use_bash_force_push.json", tmp_path),
+        env=env_for(plan),
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("PreToolUse: deny: Forbidden by")
+
+
+def test_the_sub_app_through_typers_cli_runner(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path)
+    runner = CliRunner()
+    stdin = json.dumps(payload("pre_tool_use_bash_deploy.json", tmp_path))
+    res = runner.invoke(
+        hook_app,
+        ["claude-code", "PreToolUse", "--plan", str(plan), "--executor", "claude"],
+        input=stdin,
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    res = runner.invoke(
+        hook_app,
+        ["generic", "--json", "--plan", str(plan)],
+        input=json.dumps(payload("pre_tool_use_read.json", tmp_path)),
+    )
+    assert res.exit_code == 0 and json.loads(res.stdout)["decision"] == "allow"
+    res = runner.invoke(hook_app, ["--help"])
+    assert res.exit_code == 0 and "claude-code" in res.stdout and "generic" in res.stdout
+
+
+def test_a_relative_plan_is_found_from_the_project_dir(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    make_plan(project)
+    elsewhere = project / "sub"  # the agent cd'ed; $CLAUDE_PROJECT_DIR stays the root
+    elsewhere.mkdir()
+    doc = _generic(
+        stdin=payload("pre_tool_use_bash_deploy.json", elsewhere),
+        env={"WAYMARK_PLAN": "plan.yaml", "CLAUDE_PROJECT_DIR": str(project)},
+    )
+    assert doc["decision"] == "deny"
+    doc = _generic(
+        stdin=payload("pre_tool_use_bash_deploy.json", project), env={"WAYMARK_PLAN": "plan.yaml"}
+    )
+    assert doc["decision"] == "deny"  # no project dir: from the event's cwd
+
+
+def test_a_contract_block_uses_the_last_reanchors_words(tmp_path: Path) -> None:
+    """A contract in a Prefect block is not in the plan file, and hooks read no Prefect: the
+    forbidden check uses what the last re-anchor recorded (its free-text entries)."""
+    plan = make_plan(tmp_path)
+    waymark("next", str(plan), "--executor", "claude")  # records a re-anchor
+    doc = dict(PLAN, contract={"block": "billing-goal"})
+    plan.write_text(yaml.safe_dump(doc, sort_keys=False))
+    deny = _generic(stdin=payload("pre_tool_use_bash_force_push.json", tmp_path), env=env_for(plan))
+    assert deny["decision"] == "deny" and "(block billing-goal)" in deny["reason"]
+    # The re-anchor records no action: entries: those are checked only with an inline contract.
+    other = _generic(stdin=payload("pre_tool_use_bash_deploy.json", tmp_path), env=env_for(plan))
+    assert other["decision"] == "allow"
+
+
+def test_the_hooks_names_agree_with_the_check_ins() -> None:
+    from prefect_waymark.agents.checkin import acceptance_ids
+    from prefect_waymark.agents.checkin import agent_run_id as checkin_run_id
+    from prefect_waymark.plan.spec import StepSpec
+
+    step = StepSpec(id="s", kind="agent", instructions="x", acceptance=["a", "b", "c"])
+    assert item_ids(step.acceptance) == acceptance_ids(step)
+    assert agent_run_id("claude") == checkin_run_id("claude")
