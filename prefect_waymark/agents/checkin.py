@@ -25,6 +25,7 @@ from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..review.gate import ReviewGate
 from .anchor import reanchor
+from .identity import agent_run_id, item_ids
 
 __all__ = [
     "AGENT_LEASE_SECONDS",
@@ -44,14 +45,9 @@ AGENT_LEASE_SECONDS = 3600.0
 log = logging.getLogger("prefect_waymark.agents")
 
 
-def agent_run_id(executor: str) -> str:
-    """The ledger run of an executor's check-ins."""
-    return f"agent:{executor}"
-
-
 def acceptance_ids(step: StepSpec) -> dict[str, str]:
     """The step's acceptance items by id: ``A1``, ``A2``, … in order."""
-    return {f"A{i}": text for i, text in enumerate(step.acceptance, 1)}
+    return item_ids(step.acceptance)
 
 
 def _step(plan: PlanSpec, step_id: str) -> StepSpec:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..agents.identity import agent_run_id, item_ids
 from ..errors import LedgerError, LedgerNotFound, PlanError, WaymarkError
 from ..ledger import LedgerReader, open_reader, resolve_ledger_url
 from ..ledger.urls import shown_url
@@ -22,18 +23,6 @@ from .payload import HookInput
 from .settings import HookSettings
 
 __all__ = ["LoadedPlan", "agent_run_id", "item_ids", "load"]
-
-
-# The same two names as prefect_waymark.agents.checkin (which loads the re-anchoring code,
-# and with it Prefect); tests/hooks checks they agree.
-def agent_run_id(executor: str) -> str:
-    """The ledger run of an executor's check-ins."""
-    return f"agent:{executor}"
-
-
-def item_ids(acceptance: list[str]) -> dict[str, str]:
-    """A step's acceptance items by id: ``A1``, ``A2``, … in order."""
-    return {f"A{i}": text for i, text in enumerate(acceptance, 1)}
 
 
 class LoadedPlan:
