@@ -20,8 +20,16 @@ from ..plan.spec import PlanSpec
 from .beads import read_beads
 from .markdown import read_markdown
 from .plan_build import BuiltPlan, build_plan_data
-from .plan_file import imported_sha, plan_text, write_plan_file
-from .progress import Recorded, busy_holds, earlier_import, import_run_id, record_import
+from .plan_file import imported_sha, is_written, plan_text, write_plan_file
+from .progress import (
+    Recorded,
+    busy_holds,
+    earlier_import,
+    foreign_events,
+    import_run_id,
+    imported_definitions,
+    record_import,
+)
 from .source import SourceDoc, first_problem, read_source_text, valid_id
 from .taskmaster import read_taskmaster
 
@@ -33,8 +41,11 @@ __all__ = [
     "busy_holds",
     "earlier_import",
     "first_problem",
+    "foreign_events",
     "import_run_id",
+    "imported_definitions",
     "imported_sha",
+    "is_written",
     "prepare_import",
     "record_import",
     "valid_id",

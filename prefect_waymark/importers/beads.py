@@ -11,7 +11,6 @@ dependencies allow, the file's order breaking ties.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from .source import (
     SourceDoc,
     SourceItem,
     grouped,
+    load_json,
     project_name,
     pydantic_problem,
     slug,
@@ -119,21 +119,14 @@ def _parse_lines(file: str, text: str) -> list[tuple[int, _Issue]]:
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            hint = (
-                " (a git merge conflict marker: resolve the conflict first)"
-                if line.startswith(_CONFLICT)
-                else ""
-            )
-            raise source_error(
-                file,
-                "",
-                f"not JSON: {exc.msg} (column {exc.colno}){hint}; expected one issue object "
-                "per line, as `bd export` writes",
-                n,
-            ) from None
+        hint = (
+            " (a git merge conflict marker: resolve the conflict first)"
+            if line.startswith(_CONFLICT)
+            else ""
+        )
+        obj = load_json(
+            line, file, "expected one issue object per line, as `bd export` writes", n, hint
+        )
         try:
             out.append((n, _Issue.model_validate(obj)))
         except ValidationError as exc:

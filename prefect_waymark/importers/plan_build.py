@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from ..plan.spec import ID_MAX
 from .graph import find_cycle, priority_order
 from .source import SourceDep, SourceDoc, SourceItem, source_error, where
 
@@ -94,8 +95,9 @@ class _Graph:
                 if t == sid:
                     self.warn.append(f"{self.at(dep)}: {sid} depends on itself: dropped")
                 elif t not in self.by_id:
+                    shown_t = t if len(t) <= ID_MAX else f"{t[:ID_MAX]}… ({len(t):,} characters)"
                     self.warn.append(
-                        f"{self.at(dep)}: {sid} depends on {t}, {self.gone(t)}: dropped"
+                        f"{self.at(dep)}: {sid} depends on {shown_t}, {self.gone(t)}: dropped"
                     )
                 elif self.is_below(sid, t):
                     self.warn.append(

@@ -13,7 +13,7 @@ import yaml
 from ..plan.reading import MAX_PLAN_BYTES
 from .source import source_error
 
-__all__ = ["imported_sha", "plan_text", "write_plan_file"]
+__all__ = ["imported_sha", "is_written", "plan_text", "write_plan_file"]
 
 _SHA_LINE = re.compile(r"^# source sha256: ([0-9a-f]{64})[ \t]*$", re.MULTILINE)
 _HEAD_BYTES = 4096
@@ -88,12 +88,26 @@ def imported_sha(out: Path) -> str | None:
     return found.group(1) if found else ""
 
 
+def is_written(out: Path, text: str) -> bool:
+    """Whether the file ``out`` holds exactly ``text``, byte for byte as :func:`write_plan_file`
+    writes it: the only plan file an import may write over (any edit is someone's work). Reads
+    at most one byte more than ``text`` takes."""
+    want = text.encode("utf-8")
+    try:
+        with out.open("rb") as fh:
+            have = fh.read(len(want) + 1)
+    except OSError:
+        return False
+    return have == want
+
+
 def write_plan_file(out: Path, text: str) -> None:
-    """Write the plan file whole or not at all (a temporary file renamed over it)."""
+    """Write the plan file whole or not at all (a temporary file renamed over it), as UTF-8
+    bytes with ``\n`` line ends on every platform (what :func:`is_written` compares)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(text.encode("utf-8"))
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

@@ -16,7 +16,15 @@ from ..ledger import Hold, Ledger, LedgerReader
 from ..ledger.events import EventKind, ProgressEvent
 from ..plan.spec import PlanSpec
 
-__all__ = ["Recorded", "busy_holds", "earlier_import", "import_run_id", "record_import"]
+__all__ = [
+    "Recorded",
+    "busy_holds",
+    "earlier_import",
+    "foreign_events",
+    "import_run_id",
+    "imported_definitions",
+    "record_import",
+]
 
 
 def import_run_id(sha256: str) -> str:
@@ -28,6 +36,25 @@ def earlier_import(ledger: LedgerReader, plan_id: str) -> ProgressEvent | None:
     """The plan's ``imported`` event, if it was imported before."""
     found = ledger.events(plan_id, kinds=[EventKind.imported])
     return found[0] if found else None
+
+
+def foreign_events(ledger: LedgerReader, plan_id: str, sha256: str) -> list[ProgressEvent]:
+    """The plan's events that this import (of the source ``sha256``) did not write. In a plan
+    with no ``imported`` event they are another plan's, which has the same id: an import must
+    not complete its steps. (An interrupted run of this same import wrote only its own.)"""
+    mine = import_run_id(sha256)
+    return [e for e in ledger.events(plan_id) if e.run_id != mine]
+
+
+def imported_definitions(ledger: LedgerReader, plan_id: str, sha256: str) -> dict[str, str]:
+    """The definition hash of each step the import of ``sha256`` completed: what the plan file
+    it wrote defined, to tell whether a plan file written again is that one."""
+    mine = import_run_id(sha256)
+    return {
+        e.step_id: str(e.data.get("def_hash", ""))
+        for e in ledger.events(plan_id, kinds=[EventKind.step_completed])
+        if e.run_id == mine and e.step_id is not None
+    }
 
 
 def busy_holds(ledger: LedgerReader, plan_id: str, sha256: str) -> list[Hold]:

@@ -7,6 +7,7 @@ built from a :class:`SourceDoc` by :mod:`.plan_build`, the same way for every fo
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ __all__ = [
     "SourceItem",
     "first_problem",
     "grouped",
+    "load_json",
     "pydantic_problem",
     "project_name",
     "read_source_text",
@@ -123,6 +125,24 @@ def read_source_text(path: Path, file: str) -> tuple[bytes, str]:
         line = raw[: exc.start].count(b"\n") + 1
         raise source_error(file, "", "not UTF-8 text (a binary file?)", line) from None
     return raw, text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def load_json(text: str, file: str, expected: str, line: int | None = None, hint: str = "") -> Any:
+    """``text`` parsed as JSON, or the one-problem error for JSON this importer cannot read:
+    malformed, nested too deeply for Python's parser (``RecursionError``), or holding a number
+    longer than Python converts (``ValueError``). ``expected`` (``"expected ..."``) ends the
+    message; ``line`` is the source line of ``text`` when it is one line of the file."""
+    at: int | None = line
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        why = f"not JSON: {exc.msg} (column {exc.colno}){hint}"
+        at = exc.lineno if line is None else line
+    except RecursionError:
+        why = "lists or objects nested too deeply to read (hundreds of levels inside each other)"
+    except ValueError:  # int() refuses a literal over sys.get_int_max_str_digits() digits
+        why = "a number with too many digits to read (Python's limit: 4,300 by default)"
+    raise source_error(file, "", f"{why}; {expected}", at)
 
 
 def valid_id(text: str) -> bool:

@@ -11,18 +11,19 @@ Only ``done`` / ``completed`` count as done; ``cancelled`` tasks (and their subt
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from ..plan.reading import shown
+from ..plan.spec import ID_MAX
 from .source import (
     SourceDep,
     SourceDoc,
     SourceItem,
     grouped,
+    load_json,
     project_name,
     pydantic_problem,
     slug,
@@ -77,9 +78,10 @@ _SHAPE = 'expected Task Master\'s tasks.json: {"master": {"tasks": [...]}} or {"
 
 
 def _key(raw: int | str) -> str:
-    """An id as Task Master compares them: numbers without leading zeros, "1.02" as "1.2"."""
+    """An id as Task Master compares them: numbers without leading zeros, "1.02" as "1.2".
+    (Zeros are stripped, not converted with ``int()``: that refuses more than 4,300 digits.)"""
     parts = str(raw).strip().split(".")
-    return ".".join(str(int(p)) if p.isascii() and p.isdigit() else p for p in parts)
+    return ".".join(p.lstrip("0") or "0" if p.isascii() and p.isdigit() else p for p in parts)
 
 
 def _select(doc: Any, file: str, tag: str | None) -> tuple[str, Any, str, str, str | None]:
@@ -154,9 +156,12 @@ class _Reader:
 
     def claim(self, sid: str, loc: str, raw: int | str) -> None:
         if not valid_id(sid):
-            raise source_error(
-                self.file, f"{loc}.id", f"expected {_EXPECTED['id']}, got {shown(raw)}"
+            why = (
+                f"the step id it makes is longer than {ID_MAX} characters; expected a shorter id"
+                if len(sid) > ID_MAX
+                else f"expected {_EXPECTED['id']}"
             )
+            raise source_error(self.file, f"{loc}.id", f"{why}, got {shown(raw)}")
         if sid in self.seen_at:
             raise source_error(
                 self.file, f"{loc}.id", f"duplicate id {shown(raw)} (also {self.seen_at[sid]})"
@@ -282,12 +287,7 @@ def _sub_local(k: str, raw: int | str) -> str:
 
 def read_taskmaster(path: Path, file: str, text: str, *, tag: str | None) -> SourceDoc:
     """Read a Task Master tasks.json (``tag``: the tag to read, default ``master``)."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise source_error(
-            file, "", f"not JSON: {exc.msg} (column {exc.colno}); {_SHAPE}", exc.lineno
-        ) from None
+    doc = load_json(text, file, _SHAPE)
     prefix, raw_tasks, title, detail, chosen = _select(doc, file, tag)
     if not isinstance(raw_tasks, list):
         raise source_error(file, prefix, f"expected a list of tasks, got {shown(raw_tasks)}")
