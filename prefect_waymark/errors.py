@@ -25,7 +25,10 @@ WaymarkError
 ├── UnwritablePathError       a folder a run will write cannot be created or written (checked first)
 ├── MarkerFileError           a marker or view file is not waymark's, or is corrupt
 ├── CheckinError              a check-in (`waymark start`, `done`, ...) the ledger refuses (exit 2)
-└── CheckinStopped            re-anchoring at a check-in stopped or refused the step (exit 4)
+├── CheckinStopped            re-anchoring at a check-in stopped or refused the step (exit 4)
+├── HookPlanInvalid           the plan a hook answers for has problems (one line, the first)
+├── ShellTooDeep              a command a hook reads nests too deep to be read (also a ValueError)
+└── ShellUnclosed             a command a hook reads has a quote or substitution never closed
 
 Importing this module is cheap (no Prefect, no pydantic): the records some errors carry are
 named for type checkers only.
@@ -34,12 +37,16 @@ named for type checkers only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = [
     "BranchBusyError",
     "CheckinError",
     "CheckinStopped",
+    "HookPlanInvalid",
+    "ShellTooDeep",
+    "ShellUnclosed",
     "ForbiddenActionError",
     "LedgerError",
     "LedgerMismatch",
@@ -297,3 +304,29 @@ class CheckinError(WaymarkError):
 
 class CheckinStopped(WaymarkError):
     """Re-anchoring at a check-in stopped the step for review, or refused it (exit 4)."""
+
+
+class HookPlanInvalid(WaymarkError):
+    """The plan file a hook answers for has problems: the message is one line, with the first
+    problem (``waymark validate`` lists them all)."""
+
+    def __init__(self, path: Path, exc: PlanError) -> None:
+        self.path = path
+        first = exc.problems[0] if exc.problems else None
+        head = str(exc).strip().splitlines()[0].rstrip(":") if str(exc).strip() else ""
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        text = f"{head}: {first}{more}" if first is not None else (head or "invalid plan")
+        super().__init__(f"plan {path}: {text}")
+
+
+class ShellTooDeep(WaymarkError, ValueError):
+    """A shell command a hook reads nests deeper than it reads: the rest of it is not read."""
+
+
+class ShellUnclosed(WaymarkError):
+    """A shell command a hook reads has a quote or a substitution that never closes (at
+    character ``at``)."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        super().__init__(f"unclosed at character {at}")

@@ -8,7 +8,8 @@ the goal contract without having to remember to ask:
 - ``SessionStart``: the ``waymark next`` context (:mod:`.texts`) as context for the agent;
 - ``UserPromptSubmit`` / ``PreToolUse`` / ``PostToolUse``: every N prompts and tool calls
   (:mod:`.counter`) a re-anchor reminder; ``PreToolUse`` also denies a tool call the contract
-  forbids (:mod:`.forbidden`);
+  forbids (:mod:`.forbidden`, reading shell commands with :mod:`.shell_commands`; while the plan
+  file is invalid, against the list recorded while it was valid: :mod:`.fallback`);
 - ``Stop``: refuses to end the turn while the executor's step is open or was checked in
   without evidence for each acceptance item.
 

@@ -3,7 +3,8 @@
 Each hook call is a new process, so what it must remember lives in
 ``<workdir>/.waymark/hooks/<session_id>.json``: when the session was first seen, how many
 prompts and tool calls it made (and how many since the last reminder), which event counts the
-tool calls, the contract's words as ``SessionStart``'s re-anchor read them, and which gaps in a
+tool calls, the contract's words as ``SessionStart``'s re-anchor read them (and the plan file's
+inline forbidden list at the last tool call), and which gaps in a
 step's evidence ``Stop`` has told already. Parallel tool calls run their hooks at the same time:
 the file is read and written under an exclusive ``flock`` (where the platform has one). A file
 that cannot be read is a new session; one that cannot be written loses a count, never a
@@ -30,7 +31,14 @@ try:  # POSIX; elsewhere the counts are kept without a lock
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["KEEP_DAYS", "HookSession", "prune_sessions", "session_file", "updated_session"]
+__all__ = [
+    "KEEP_DAYS",
+    "HookSession",
+    "prune_sessions",
+    "read_session",
+    "session_file",
+    "updated_session",
+]
 
 KEEP_DAYS = 30
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -54,6 +62,9 @@ class HookSession(BaseModel):
     #: in the plan file, and the hooks after it read no Prefect).
     goal: str | None = None
     forbidden: list[str] | None = None
+    #: The plan file's inline forbidden list at the last tool call: what is checked while the
+    #: plan file is invalid (:mod:`.fallback`).
+    plan_forbidden: list[str] | None = None
     stop_blocks: int = 0
     #: The done-without-evidence gaps Stop told already ("step:A2,A3"): each is told once.
     told: list[str] = Field(default_factory=list)
@@ -99,6 +110,17 @@ def _read(f: IO[str], session_id: str) -> HookSession:
         except (ValueError, ValidationError):
             pass  # a torn or foreign file: the session starts again
     return HookSession(session_id=session_id)
+
+
+def read_session(workdir: Path, session_id: str | None) -> HookSession | None:
+    """The session's state as last written, read only (no file: None)."""
+    path = session_file(workdir, session_id)
+    try:
+        with open(path, encoding="utf-8") as f:
+            _lock(f)
+            return _read(f, session_id or "unknown-session")
+    except OSError:
+        return None
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
 ``decide(event, payload, settings)`` never raises: whatever goes wrong — bad stdin, no plan
 configured, a plan with problems, no ledger yet, an unexpected error — is a decision ``none``
 with the reason in :attr:`Decision.notices` (one line each, for stderr). ``PreToolUse``'s
-forbidden check needs the plan file only, so it works before the ledger exists.
+forbidden check needs the plan file only, so it works before the ledger exists; while the plan
+file is invalid it checks against the list recorded while it was valid (:mod:`.fallback`).
 
 The generic form (:meth:`Decision.as_generic`, ``waymark hook generic --json``)::
 
@@ -30,8 +31,9 @@ from ..ledger.events import EventKind
 from ..ledger.progress_view import build_view
 from ..models import GoalContract, StepStatus
 from .counter import HookSession, prune_sessions, updated_session
+from .fallback import recorded_forbidden
 from .forbidden import forbidden_match
-from .loaded import LoadedPlan, agent_run_id, item_ids, load
+from .loaded import InvalidPlan, LoadedPlan, agent_run_id, item_ids, load
 from .payload import EVENTS, HookInput
 from .settings import HookSettings
 from .texts import deny_reason, no_ledger_context, reminder, session_context, stop_reason
@@ -83,6 +85,13 @@ def decide(event: str | None, payload: HookInput, settings: HookSettings) -> Dec
             _stop(plan, payload, d)
         else:
             _tool_or_prompt(event, plan, payload, d)
+    except InvalidPlan as exc:
+        if event == "PreToolUse":
+            _invalid_plan(exc, settings, payload, d)
+        else:
+            d.notices.append(str(exc))
+        if event == "SessionStart":
+            d.user_message = f"waymark hook: {exc}"
     except WaymarkError as exc:
         d.notices.append(str(exc))
         if event == "SessionStart":
@@ -94,6 +103,31 @@ def decide(event: str | None, payload: HookInput, settings: HookSettings) -> Dec
         if event == "SessionStart":
             d.user_message = f"waymark hook: {d.notices[-1]}"
     return d
+
+
+def _invalid_plan(
+    exc: InvalidPlan, settings: HookSettings, payload: HookInput, d: Decision
+) -> None:
+    """PreToolUse with a plan file that has problems: the check against the forbidden list
+    recorded while it was valid (:mod:`.fallback`), or none (said in the one notice)."""
+    try:
+        kept = recorded_forbidden(exc.path, settings, payload)
+    except Exception as e:  # noqa: BLE001 - no record to check against
+        kept = None
+        log.debug("no recorded forbidden list: %s", e, exc_info=True)
+    if kept is None:
+        d.notices.append(f"{exc}; the forbidden check cannot run until it is valid (no list was "
+                         "recorded while it was)")  # fmt: skip
+        return
+    d.plan_id = kept.plan_id
+    d.notices.append(f"{exc}; checked against the forbidden list of {kept.source}")
+    m = forbidden_match(kept.forbidden, payload.tool_name, payload.tool_input)
+    if m is None:
+        d.decision = "allow"
+        return
+    d.decision = "deny"
+    d.reason = deny_reason(m, f"as recorded by {kept.source}; the plan file is invalid now",
+                           exc.path, d.executor)  # fmt: skip
 
 
 def _session_start(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
@@ -163,6 +197,10 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
     try:
         with updated_session(plan.workdir, payload.session_id) as s:
             s.plan_id = plan.spec.plan_id
+            c = plan.spec.contract  # the inline list, kept for while the plan is invalid
+            s.plan_forbidden = (
+                list(c.forbidden) if isinstance(c, GoalContract) else (None if c else [])
+            )
             counted = s.count(event)
             remind = counted and every > 0 and s.since_reminder >= every
             count = s.prompts + s.tool_calls
@@ -177,7 +215,8 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
         m = forbidden_match(forbidden, payload.tool_name, payload.tool_input)
         if m is not None:
             d.decision = "deny"
-            d.reason = deny_reason(m, plan.contract_label(), plan.path, d.executor)
+            d.step = _my_step(plan, d)
+            d.reason = deny_reason(m, plan.contract_label(), plan.path, d.executor, d.step)
         else:
             d.decision = "allow"
     if remind:
@@ -186,6 +225,23 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
             d.reminder = True
         except Exception as exc:  # noqa: BLE001 - a reminder lost, the decision kept
             d.notices.append(f"reminder: {type(exc).__name__}: {exc}")
+
+
+def _my_step(plan: LoadedPlan, d: Decision) -> str | None:
+    """The executor's step in progress, if the ledger can tell (for the deny's hint)."""
+    if d.executor is None:
+        return None
+    mine = agent_run_id(d.executor)
+    try:
+        with plan.reader() as r:
+            states = r.step_states(plan.spec.plan_id)
+    except Exception:  # noqa: BLE001 - no ledger yet: no step in progress
+        return None
+    for sid in plan.spec.topological_order():
+        st = states.get(sid)
+        if st is not None and st.status == StepStatus.in_progress and st.run_id == mine:
+            return sid
+    return None
 
 
 def _reminder(

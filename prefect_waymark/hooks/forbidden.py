@@ -1,6 +1,7 @@
 """Which tool call a goal contract's ``forbidden`` list forbids, decided before the call runs.
 
-Two kinds of entries are enforced; every other entry is only reminded:
+Two kinds of entries are enforced; every other entry is only reminded. Names, programs and
+patterns are compared case-folded (``GIT push --force``, ``./DEPLOY-prod.sh``).
 
 ``action:<glob>`` (the entries that forbid a step's ``action:``) matches, with
 :func:`fnmatch.fnmatchcase`, the *action names* of a tool call:
@@ -8,15 +9,14 @@ Two kinds of entries are enforced; every other entry is only reminded:
 - a ``waymark-action: NAME`` marker anywhere in a shell command (a ``# waymark-action:
   deploy-prod`` comment, say) or a ``WAYMARK_ACTION=NAME`` assignment in it: the way to say
   which action a command performs;
-- in each simple command of a shell command (split at ``;``, ``&&``, ``||``, ``|``, ``&``,
-  newlines, parentheses, ``$(...)`` and backticks; ``bash -c``/``sh -c``/``eval`` strings are
-  split too; here-document lines are text, not commands), after leading ``VAR=value``
-  assignments and the wrappers ``sudo``, ``env``, ``nohup``, ``time``, ``timeout``, ``nice``,
-  ``command``, ``exec``: the program, its first argument unless an option (the subcommand:
-  ``make deploy-prod``, ``bash deploy-prod.sh``), and after a ``run``, ``exec`` or ``x``
-  subcommand the word after it (``npm run deploy-prod``); each word as a name: its last path
-  part, without a script suffix (``.sh``, ``.py``, ...), and only if it is then letters,
-  digits, ``-`` and ``_`` (a file name such as ``deploy-prod.log`` is no action);
+- in each simple command the shell command runs (:mod:`.shell_commands`: split at operators
+  and unquoted newlines, keywords, assignments and wrappers stripped, ``bash -c`` strings,
+  substitutions and scripts fed to a shell read too): the program, and for a known runner
+  (``make``, ``just``, ``npm``, ``uv``, shells, interpreters, ... :data:`~.programs.RUNNERS`)
+  the operands that name what it runs — each word as a name: its last path part, without a
+  script suffix (``.sh``, ``.py``, ...), and only if it is then letters, digits, ``-`` and
+  ``_`` (a file name such as ``deploy-prod.log`` is no action). Another program's arguments are
+  data: ``cat deploy-prod.sh`` and ``grep deploy-prod`` name no action;
 - the tool's name (an MCP tool ``mcp__billing__refund``, say).
 
 A glob without one literal character (``action:*``) matches markers only: "no irreversible
@@ -24,18 +24,25 @@ action" must not deny every command.
 
 A backticked command in any other entry (``never run `git push --force```) is a pattern: a
 simple command matches when its program (last path part) matches the pattern's first word and
-the pattern's other words appear among its arguments in that order (each word a glob), so
-``git push origin main --force`` matches and ``git push`` does not. Patterns apply to tool calls
-whose input has a ``command`` string (Bash, PowerShell).
+the pattern's other words appear among its arguments in that order (each word a glob; a short
+option cluster such as ``-rf`` also matches ``-r -f`` and ``-fr``), so ``git push origin main
+--force`` matches and ``git push`` does not. Patterns apply to tool calls whose input has a
+``command`` string (Bash, PowerShell).
+
+A command nested deeper than :data:`~.shell_lexer.MAX_NESTING` (a ``bash -c`` in a ``bash -c``
+in ...) cannot be read to the end: while the contract has an enforced entry, it is denied
+(``how`` ``"unreadable"``) rather than let through unread.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
+
+from .shell_commands import Command, commands
+from .shell_lexer import lex
 
 __all__ = ["Match", "action_names", "command_patterns", "forbidden_match", "simple_commands"]
 
@@ -44,16 +51,12 @@ _MARKERS = (
     re.compile(r"waymark-action:\s*([A-Za-z0-9._-]+)"),
     re.compile(r"\bWAYMARK_ACTION=[\"']?([A-Za-z0-9._-]+)"),
 )
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_WRAPPERS = {"sudo", "doas", "env", "nohup", "time", "timeout", "nice", "command", "exec"}
-_DURATION = re.compile(r"^\d+(\.\d+)?[smhd]?$")
-_SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
-_RUNNERS = {"run", "exec", "x", "run-script"}
-_SCRIPT_SUFFIX = re.compile(r"\.(sh|bash|zsh|py|js|mjs|cjs|ts|rb|pl|ps1)$")
+_SCRIPT_SUFFIX = re.compile(
+    r"\.(sh|bash|zsh|ksh|fish|py|js|mjs|cjs|ts|mts|rb|pl|php|lua|go|r|ps1|bat|cmd)$", re.I
+)
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_CLUSTER = re.compile(r"^-[a-z0-9]+$")  # a short option cluster in a pattern (casefolded)
 _BACKTICKED = re.compile(r"`([^`]+)`")
-_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
-_MAX_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -63,71 +66,12 @@ class Match:
     rule: str  # the forbidden entry, as the contract words it
     pattern: str  # the glob or the backticked command
     matched: str  # the action name, or the simple command, that matched
-    how: str  # "marker", "program", "subcommand", "tool name" or "command"
+    how: str  # "marker", "program", "subcommand", "script", "tool name", "command", "unreadable"
 
 
-def _words(text: str) -> list[str]:
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:  # an unclosed quote: words as the whitespace gives them
-        return text.split()
-
-
-def _strip_prefix(words: list[str]) -> list[str]:
-    """``words`` without leading assignments and wrappers (and the wrappers' options)."""
-    i, wrapped = 0, False
-    while i < len(words):
-        w = words[i]
-        if _ASSIGNMENT.match(w) or (wrapped and (w.startswith("-") or _DURATION.match(w))):
-            i += 1
-        elif _base(w) in _WRAPPERS:
-            wrapped = True
-            i += 1
-        else:
-            break
-    return words[i:]
-
-
-def simple_commands(command: str, _depth: int = 0) -> list[list[str]]:
+def simple_commands(command: str) -> list[list[str]]:
     """The simple commands of a shell command, each as its words (prefixes stripped)."""
-    text = command.replace("\\\n", " ").replace("`", " ; ")
-    found: list[list[str]] = []
-    ends: list[str] = []  # the here-documents still open: their lines are text, not commands
-    for line in text.splitlines():
-        if ends:
-            if line.strip() == ends[0]:
-                ends.pop(0)
-            continue
-        ends += [m.group(2) for m in _HEREDOC.finditer(line)]
-        current: list[str] = []
-        for w in [*_words(line), ";"]:
-            if w and all(c in ";&|()" for c in w):
-                words = _strip_prefix(current)
-                if words:
-                    found.append(words)
-                current = []
-            else:
-                current.append(w)
-    if _depth < _MAX_DEPTH:
-        for words in list(found):
-            inner = _inner_script(words)
-            if inner is not None:
-                found += simple_commands(inner, _depth + 1)
-    return found
-
-
-def _inner_script(words: list[str]) -> str | None:
-    """The script of ``bash -c SCRIPT`` or ``eval SCRIPT ...``."""
-    prog = _base(words[0])
-    if prog == "eval" and len(words) > 1:
-        return " ".join(words[1:])
-    if prog in _SHELLS:
-        for i, w in enumerate(words[1:-1], 1):
-            if w.startswith("-") and not w.startswith("--") and "c" in w:
-                return words[i + 1]
-    return None
+    return [c.words for c in commands(command).found]
 
 
 def _base(word: str) -> str:
@@ -139,22 +83,21 @@ def _as_name(word: str) -> str | None:
     return name if _NAME.match(name) else None
 
 
-def action_names(command: str) -> list[tuple[str, str]]:
-    """The action names of a shell command: ``(name, how)`` pairs, markers first."""
+def _names(found: list[Command], command: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for rx in _MARKERS:
         out += [(m.group(1), "marker") for m in rx.finditer(command)]
-    for words in simple_commands(command):
-        picks = [(words[0], "program")]
-        if len(words) > 1 and not words[1].startswith("-"):
-            picks.append((words[1], "subcommand"))
-            if words[1] in _RUNNERS and len(words) > 2 and not words[2].startswith("-"):
-                picks.append((words[2], "subcommand"))
-        for word, how in picks:
+    for c in found:
+        for word, how in c.names:
             name = _as_name(word)
             if name is not None:
                 out.append((name, how))
     return list(dict.fromkeys(out))
+
+
+def action_names(command: str) -> list[tuple[str, str]]:
+    """The action names of a shell command: ``(name, how)`` pairs, markers first."""
+    return _names(commands(command).found, command)
 
 
 def command_patterns(forbidden: list[str]) -> list[tuple[str, str]]:
@@ -169,11 +112,32 @@ def command_patterns(forbidden: list[str]) -> list[tuple[str, str]]:
     ]
 
 
+def _after(p: str, args: list[str], pos: int) -> int:
+    """The index after the argument(s) at or after ``pos`` that match pattern word ``p``;
+    -1 if none do."""
+    for j in range(pos, len(args)):
+        if fnmatchcase(args[j], p):
+            return j + 1
+    if _CLUSTER.match(p):  # -rf: its letters among the short options (-r -f, -fr, -Rf)
+        need = set(p[1:])
+        for j in range(pos, len(args)):
+            a = args[j]
+            if a.startswith("-") and not a.startswith("--"):
+                need -= set(a[1:])
+            if not need:
+                return j + 1
+    return -1
+
+
 def _pattern_matches(pattern: list[str], words: list[str]) -> bool:
-    if not pattern or not fnmatchcase(_base(words[0]), pattern[0]):
+    if not pattern or not fnmatchcase(_base(words[0]).casefold(), pattern[0].casefold()):
         return False
-    rest = iter(words[1:])
-    return all(any(fnmatchcase(w, p) for w in rest) for p in pattern[1:])
+    args, pos = [w.casefold() for w in words[1:]], 0
+    for p in pattern[1:]:
+        pos = _after(p.casefold(), args, pos)
+        if pos < 0:
+            return False
+    return True
 
 
 def _literal(glob: str) -> bool:
@@ -186,22 +150,30 @@ def forbidden_match(
     """The first entry of ``forbidden`` that forbids this tool call, if any."""
     raw = (tool_input or {}).get("command")
     command = raw if isinstance(raw, str) else None
-    names = action_names(command) if command else []
+    read = commands(command) if command else None
+    names = _names(read.found, command) if read and command else []
     if tool_name:
         names.append((tool_name, "tool name"))
+    enforced: list[str] = []
     for rule in forbidden:
         if not rule.startswith(ACTION_PREFIX):
             continue
         glob = rule[len(ACTION_PREFIX) :].strip()
         literal = _literal(glob)
+        if literal:
+            enforced.append(rule)
         for name, how in names:
-            if (literal or how == "marker") and fnmatchcase(name, glob):
+            if (literal or how == "marker") and fnmatchcase(name.casefold(), glob.casefold()):
                 return Match(rule, glob, name, how)
-    if command:
-        commands = simple_commands(command)
-        for rule, pattern in command_patterns(forbidden):
-            p = _words(pattern)
-            for words in commands:
-                if _pattern_matches(p, words):
-                    return Match(rule, pattern, " ".join(words), "command")
+    if read is None:
+        return None
+    patterns = command_patterns(forbidden)
+    for rule, pattern in patterns:
+        p = [t.text for t in lex(pattern).tokens if not t.op]
+        for c in read.found:
+            if _pattern_matches(p, c.words):
+                return Match(rule, pattern, " ".join(c.words), "command")
+    enforced += [rule for rule, _ in patterns]
+    if read.unread is not None and enforced:
+        return Match(enforced[0], read.unread, str(command)[:80], "unreadable")
     return None

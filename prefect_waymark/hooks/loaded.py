@@ -3,9 +3,9 @@
 The plan file is read on every call (it is small, and the contract may have been edited); the
 ledger is opened read-only (:func:`~prefect_waymark.ledger.open_reader`: SQLite through the
 standard library) only when a decision needs it. What cannot be had — no plan configured, a
-plan file with problems, a ledger pinned in a Prefect Secret block (hooks read no Prefect),
-no ledger yet — raises :class:`~prefect_waymark.errors.WaymarkError` with the one line the
-hook writes on stderr.
+plan file with problems (:class:`InvalidPlan`), a ledger pinned in a Prefect Secret block
+(hooks read no Prefect), no ledger yet — raises :class:`~prefect_waymark.errors.WaymarkError`
+with the one line the hook writes on stderr.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..agents.identity import agent_run_id, item_ids
-from ..errors import LedgerError, LedgerNotFound, PlanError, WaymarkError
+from ..errors import HookPlanInvalid, LedgerError, LedgerNotFound, PlanError, WaymarkError
 from ..ledger import LedgerReader, open_reader, resolve_ledger_url
 from ..ledger.urls import shown_url
 from ..models import GoalContract
@@ -22,7 +22,11 @@ from ..plan.spec import BlockRef, PlanSpec
 from .payload import HookInput
 from .settings import HookSettings
 
-__all__ = ["LoadedPlan", "agent_run_id", "item_ids", "load"]
+__all__ = ["InvalidPlan", "LoadedPlan", "agent_run_id", "item_ids", "load"]
+
+
+#: The plan file has problems (one line, with the first problem).
+InvalidPlan = HookPlanInvalid
 
 
 class LoadedPlan:
@@ -80,14 +84,14 @@ class LoadedPlan:
 
 
 def load(settings: HookSettings, payload: HookInput) -> LoadedPlan:
-    """The configured plan. Raises :class:`WaymarkError`."""
+    """The configured plan. Raises :class:`WaymarkError` (:class:`InvalidPlan` for a plan file
+    with problems)."""
     path = settings.plan_path(payload.cwd)
     if path is None:
         raise WaymarkError("no plan configured: set $WAYMARK_PLAN (or --plan) to the plan file")
     try:
         spec = load_plan(path)
     except PlanError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid plan"
-        raise WaymarkError(f"plan {path}: {first}") from None
+        raise InvalidPlan(path, exc) from None
     workdir = settings.workdir or spec.base_dir or path.parent
     return LoadedPlan(spec, path, workdir, settings)

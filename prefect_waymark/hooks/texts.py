@@ -138,17 +138,35 @@ def reminder(
     return clip("\n".join(lines))
 
 
-def deny_reason(m: Match, contract: str, plan_path: Path, executor: str | None) -> str:
-    """Why a tool call is denied, and what to do instead."""
-    if m.how == "command":
+def deny_reason(
+    m: Match, contract: str, plan_path: Path, executor: str | None, step: str | None = None
+) -> str:
+    """Why a tool call is denied, and what to do instead: block ``step`` (the executor's step
+    in progress) if it cannot go on without the call."""
+    if m.how == "unreadable":
+        what = (
+            f"the command cannot be checked to its end ({m.pattern}), and the contract's "
+            "enforced entries cannot be ruled out; split it into plainer commands"
+        )
+    elif m.how == "command":
         what = f"the command `{m.matched}` matches `{m.pattern}`"
     else:
         what = f"the {m.how} `{m.matched}` matches `{m.pattern}`"
     who = f" --executor {executor}" if executor else ""
-    return (
+    head = (
         f"Forbidden by the goal contract ({contract}): {m.rule!r} — {what}. The tool call was "
-        f"not run. If the step cannot go on without it: `waymark block {_q(plan_path)} STEP"
-        f'{who} --reason "..."` records that it waits for a person.'
+        "not run."
+    )
+    if step is not None:
+        return (
+            f"{head} If step {step} cannot go on without it: `waymark block {_q(plan_path)} "
+            f'{step}{who} --reason "..."` records that it waits for a person.'
+        )
+    return (
+        f"{head} No step is in progress for {executor or 'this executor'} "
+        f"(`waymark next {_q(plan_path)}{who}` names the next one); if a step cannot go on "
+        f'without it, `waymark block {_q(plan_path)} STEP{who} --reason "..."` records that it '
+        "waits for a person."
     )
 
 
