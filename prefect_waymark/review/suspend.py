@@ -290,35 +290,17 @@ def record_suspension(
 
 def take_up(gate: ReviewGate, suspension: Suspension) -> None:
     """This run is the resumed execution of a suspended flow run: apply the answer it was
-    resumed with (unless the stop was answered meanwhile), and record that it did."""
+    resumed with (unless the stop was answered meanwhile), and record that it did. A run
+    suspended for a check-in has no answer to apply: the ledger holds the check-in."""
     step_id = suspension.step_id
+    answer = None if suspension.waits_for_checkin else _resumed_with(suspension)
+    applied = False
     if suspension.waits_for_checkin:
         gate.log.info(
             "resumed: %s checked in; the run goes on from the ledger",
             ", ".join(suspension.event.data.get("steps") or [step_id]),
         )
-        gate.ledger.record(
-            gate.plan.plan_id,
-            EventKind.review_resumed,
-            step_id=step_id,
-            run_id=gate.run_id,
-            flow_run_id=suspension.flow_run_id,
-            pause_key=suspension.key,
-            decision="",
-            applied=False,
-        )
-        return
-    try:
-        answer = read_answer(suspension)
-    except Exception as exc:
-        # Not taken for "no answer": the suspension stays open and this run fails, visibly.
-        raise ReviewError(
-            f"could not read the answer flow run {suspension.flow_run_id} was resumed with "
-            f"({type(exc).__name__}: {exc}); step {step_id} still waits for review: answer "
-            f"again with `waymark review PLAN --step {step_id} --accept|--rerun|--abort`"
-        ) from exc
-    applied = False
-    if suspension.answered:
+    elif suspension.answered:
         gate.log.info(
             "resumed after step %s was answered (e.g. with `waymark review`): that answer "
             "stands; the run goes on from the ledger",
@@ -343,3 +325,17 @@ def take_up(gate: ReviewGate, suspension: Suspension) -> None:
         decision=answer.decision if answer is not None else "",
         applied=applied,
     )
+
+
+def _resumed_with(suspension: Suspension) -> ReviewInput | None:
+    """The answer a review suspension was resumed with; a read that keeps failing is not taken
+    for "no answer": the suspension stays open and this run fails, visibly."""
+    try:
+        return read_answer(suspension)
+    except Exception as exc:
+        step_id = suspension.step_id
+        raise ReviewError(
+            f"could not read the answer flow run {suspension.flow_run_id} was resumed with "
+            f"({type(exc).__name__}: {exc}); step {step_id} still waits for review: answer "
+            f"again with `waymark review PLAN --step {step_id} --accept|--rerun|--abort`"
+        ) from exc
