@@ -16,6 +16,7 @@ from typing import Any
 from ..guards._anchor import Anchor
 from ..guards.base import Verdict
 from ..guards.conflicts import load_accepted, verdict_for
+from ..guards.reanchor import forbidden_verdict
 from ..ledger import Ledger
 from ..models import forbidden_rule
 from ..plan.spec import PlanSpec, StepSpec
@@ -70,18 +71,5 @@ def reanchor(
     elif step is not None and step.action is not None and a.contract is not None:
         rule = forbidden_rule(step.action, a.contract.forbidden)
         if rule is not None:
-            c = a.contract
-            out.verdict = Verdict(
-                "refuse",
-                f"action {step.action!r} is forbidden by goal contract {c.goal_id!r} "
-                f"v{c.version} ({rule!r}); the step was refused before it started",
-                {"drift": "forbidden_action", "action": step.action, "forbidden": rule},
-                drift={
-                    "drift": "forbidden_action",
-                    "action": step.action,
-                    "rule": rule,
-                    "goal_id": c.goal_id,
-                    "contract_version": c.version,
-                },
-            )
+            out.verdict = forbidden_verdict(step, rule, a.contract)
     return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models import contract_hash, forbidden_rule
+from ..models import GoalContract, contract_hash, forbidden_rule
 from ._anchor import Anchor, run_logger
 from .base import GuardBase, GuardContext, Verdict
 from .conflicts import load_accepted, verdict_for
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..ledger.base import Ledger
     from ..plan.spec import PlanSpec, StepSpec
 
-__all__ = ["ReanchorGuard"]
+__all__ = ["ReanchorGuard", "forbidden_verdict"]
 
 
 class ReanchorGuard(GuardBase):
@@ -107,7 +107,7 @@ class ReanchorGuard(GuardBase):
         if step.action is not None and a.contract is not None:
             rule = forbidden_rule(step.action, a.contract.forbidden)
             if rule is not None:
-                return self._forbidden(step, rule)
+                return forbidden_verdict(step, rule, a.contract)
         return None
 
     def after_step(self, ctx: GuardContext, step: StepSpec, value: Any) -> None:
@@ -175,25 +175,28 @@ class ReanchorGuard(GuardBase):
             forbidden,
         )
 
-    def _forbidden(self, step: StepSpec, rule: str) -> Verdict:
-        contract = self.anchor.contract
-        assert step.action is not None and contract is not None
-        reason = (
-            f"action {step.action!r} is forbidden by goal contract {contract.goal_id!r} "
-            f"v{contract.version} ({rule!r}); the step was refused before it ran"
-        )
-        return Verdict(
-            "refuse",
-            reason,
-            {"drift": "forbidden_action", "action": step.action, "forbidden": rule},
-            drift={
-                "drift": "forbidden_action",
-                "action": step.action,
-                "rule": rule,
-                "goal_id": contract.goal_id,
-                "contract_version": contract.version,
-            },
-        )
+
+
+def forbidden_verdict(step: StepSpec, rule: str, contract: GoalContract) -> Verdict:
+    """The refusal of a step whose ``action`` the contract's ``rule`` (``action:<glob>``)
+    forbids, with its ``drift`` event — for a flow run's step and for a check-in alike."""
+    assert step.action is not None
+    reason = (
+        f"action {step.action!r} is forbidden by goal contract {contract.goal_id!r} "
+        f"v{contract.version} ({rule!r}); the step was refused before it ran"
+    )
+    return Verdict(
+        "refuse",
+        reason,
+        {"drift": "forbidden_action", "action": step.action, "forbidden": rule},
+        drift={
+            "drift": "forbidden_action",
+            "action": step.action,
+            "rule": rule,
+            "goal_id": contract.goal_id,
+            "contract_version": contract.version,
+        },
+    )
 
 
 def _dedupe(names: list[str]) -> list[str]:
