@@ -176,7 +176,6 @@ class ReanchorGuard(GuardBase):
         )
 
 
-
 def forbidden_verdict(step: StepSpec, rule: str, contract: GoalContract) -> Verdict:
     """The refusal of a step whose ``action`` the contract's ``rule`` (``action:<glob>``)
     forbids, with its ``drift`` event — for a flow run's step and for a check-in alike."""
