@@ -79,6 +79,7 @@ import time
 
 from prefect_waymark.tasks import step_result_key
 
+_HELD = []
 
 def produce(ctx):
     with open(ctx.path("produce.count"), "a") as fh:
@@ -108,6 +109,7 @@ def _die_after_result_is_persisted(ctx):
     lock = sqlite3.connect(ctx.workdir / ".waymark" / "ledger.db", isolation_level=None,
                            check_same_thread=False)
     lock.execute("BEGIN IMMEDIATE")
+    _HELD.append(lock)  # referenced until the kill: a collected connection releases the lock
 
     def killer():
         while True:
