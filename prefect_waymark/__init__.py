@@ -44,6 +44,7 @@ from .errors import (
 from .ledger.events import EventKind, ProgressEvent
 from .models import (
     ActionReceipt,
+    ContractItem,
     GoalContract,
     StepStatus,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "BranchBusyError",
     "CheckinError",
     "CheckinStopped",
+    "ContractItem",
     "EventKind",
     "ForbiddenActionError",
     "GoalContract",

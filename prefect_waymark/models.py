@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from enum import Enum
 from fnmatch import fnmatchcase
@@ -14,10 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "FORBIDDEN_PREFIX",
     "ActionReceipt",
+    "ContractItem",
     "ContractStatus",
     "GoalContract",
     "StepStatus",
     "contract_hash",
+    "contract_items",
     "forbidden_rule",
     "utcnow",
 ]
@@ -52,6 +55,32 @@ class StepStatus(_ValueEnum):
 ContractStatus = Literal["accepted", "superseded", "revoked"]
 
 
+class ContractItem(BaseModel):
+    """An acceptance item or exit condition written with its own id (``{id: A1, text: ...}``);
+    a plain string gets the id of its position (``A1``, ``A2``, … or ``E1``, ``E2``, …)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(
+        pattern=r"^[A-Za-z0-9._-]+$", max_length=100, description="The item's id, e.g. A1."
+    )
+    text: str = Field(description="What the item asks for.")
+
+
+def contract_items(entries: Sequence[str | ContractItem], prefix: str) -> dict[str, str]:
+    """Items by id: a written id as given, a plain string ``<prefix><position>`` (1-based).
+
+    A repeated id keeps its first text; the plan loader refuses repeated ids."""
+    out: dict[str, str] = {}
+    for i, entry in enumerate(entries, 1):
+        if isinstance(entry, ContractItem):
+            item_id, text = entry.id, entry.text
+        else:
+            item_id, text = f"{prefix}{i}", entry
+        out.setdefault(item_id, text)
+    return out
+
+
 class GoalContract(BaseModel):
     """What the plan is for; summaries may shorten it but never drop acceptance or forbidden."""
 
@@ -69,9 +98,23 @@ class GoalContract(BaseModel):
         default="accepted", description="accepted, superseded or revoked."
     )
     objective: str = Field(description="What the plan must achieve.")
-    acceptance: list[str] = Field(default_factory=list, description="Acceptance criteria.")
+    acceptance: list[str | ContractItem] = Field(
+        default_factory=list,
+        description="Acceptance criteria: text (id A1, A2, … by position) or {id, text}.",
+    )
     forbidden: list[str] = Field(default_factory=list, description="Forbidden actions.")
-    exit_conditions: list[str] = Field(default_factory=list, description="When to stop.")
+    exit_conditions: list[str | ContractItem] = Field(
+        default_factory=list,
+        description="When to stop: text (id E1, E2, … by position) or {id, text}.",
+    )
+
+    def acceptance_items(self) -> dict[str, str]:
+        """Acceptance items by id (what a step's ``serves`` names)."""
+        return contract_items(self.acceptance, "A")
+
+    def exit_items(self) -> dict[str, str]:
+        """Exit conditions by id (what ``waymark close --evidence`` names)."""
+        return contract_items(self.exit_conditions, "E")
 
 
 def contract_hash(contract: GoalContract) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from prefect.blocks.core import Block
 from pydantic import Field, HttpUrl
 
-from ..models import ContractStatus, GoalContract, contract_hash
+from ..models import ContractItem, ContractStatus, GoalContract, contract_hash
 from ._meta import DOCS_URL, LOGO_URL
 
 __all__ = ["GoalContractBlock", "contract_hash"]
@@ -50,15 +50,18 @@ class GoalContractBlock(Block):
         default="accepted", description="Authority of this version: accepted, superseded, revoked."
     )
     objective: str = Field(description="What the plan must achieve.")
-    acceptance: list[str] = Field(
-        default_factory=list, description="Acceptance criteria the result must meet."
+    acceptance: list[str | ContractItem] = Field(
+        default_factory=list,
+        description="Acceptance criteria the result must meet: text (ids A1, A2, … by position) "
+        "or {id, text}.",
     )
     forbidden: list[str] = Field(
         default_factory=list,
         description="Forbidden actions; 'action:<glob>' entries refuse matching steps.",
     )
-    exit_conditions: list[str] = Field(
-        default_factory=list, description="Conditions under which the plan stops."
+    exit_conditions: list[str | ContractItem] = Field(
+        default_factory=list,
+        description="Conditions under which the plan stops: text (ids E1, E2, …) or {id, text}.",
     )
 
     def to_contract(self) -> GoalContract:

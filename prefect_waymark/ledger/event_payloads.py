@@ -16,11 +16,13 @@ __all__ = [
     "MarkerWrittenData",
     "PlanAbortLiftedData",
     "PlanAbortedData",
+    "PlanClosedData",
     "PlanRenamedData",
     "ReanchorData",
     "ReviewAnnouncedData",
     "ReviewResumedData",
     "ReviewWaitingData",
+    "RunBoundaryData",
     "RunFinishedData",
     "RunStartedData",
     "StepAttemptFailedData",
@@ -28,6 +30,7 @@ __all__ = [
     "StepCompletedData",
     "StepDecisionData",
     "StepFailedData",
+    "StepSkippedData",
     "StepInterruptedData",
     "StepStartedData",
     "StepStoppedData",
@@ -64,7 +67,23 @@ class RunStartedData(_RunStartedRequired, total=False):
     slot_used: int
 
 
-class RunFinishedData(TypedDict):
+class RunBoundaryData(TypedDict, total=False):
+    """Where a run started and ended, and what it changed in the workdir beyond its declared
+    outputs (:mod:`prefect_waymark.boundary`)."""
+
+    seq_start: int | None  # the ledger's last sequence number before the run's first event
+    seq_end: int | None  # the run's last event
+    git: dict[str, Any] | None  # {before, after, dirty_before, dirty_after}; None: not a repo
+    created: list[str]
+    modified: list[str]
+    deleted: list[str]
+    temporary: list[str]  # created and deleted within the run
+    between_runs: dict[str, list[str]]  # {created, modified, deleted} that no run made
+    manifest_files: int
+    truncated: bool
+
+
+class _RunFinishedRequired(TypedDict):
     """A run's summary (:class:`~prefect_waymark.run.summary.RunSummary`)."""
 
     plan_id: str
@@ -84,6 +103,13 @@ class RunFinishedData(TypedDict):
     needs_review: list[dict[str, Any]]
     next_start: str | None
     next_start_reason: str
+
+
+class RunFinishedData(_RunFinishedRequired, total=False):
+    """A run's summary; with the boundary and the metrics the run ended with."""
+
+    boundary: RunBoundaryData
+    metrics: dict[str, Any]
 
 
 class MarkerWrittenData(TypedDict):
@@ -296,6 +322,23 @@ class PlanAbortedData(_Reason):
 
 class PlanAbortLiftedData(TypedDict):
     by: str
+
+
+class StepSkippedData(_Reason):
+    """``waymark skip``: the step is left out on purpose, with a reason; it counts as done for
+    the steps after it."""
+
+    by: str
+
+
+class PlanClosedData(_Reason):
+    """``waymark close``: the plan is archived; runs refuse it. ``evidence`` holds each exit
+    condition's evidence by id, ``acceptance`` each contract acceptance item's."""
+
+    by: str
+    forced: bool
+    evidence: dict[str, str]
+    acceptance: dict[str, str]
 
 
 class PlanRenamedData(TypedDict, total=False):

@@ -22,6 +22,7 @@ from .event_payloads import (
     MarkerWrittenData,
     PlanAbortedData,
     PlanAbortLiftedData,
+    PlanClosedData,
     PlanRenamedData,
     ReanchorData,
     ReviewAnnouncedData,
@@ -35,6 +36,7 @@ from .event_payloads import (
     StepDecisionData,
     StepFailedData,
     StepInterruptedData,
+    StepSkippedData,
     StepStartedData,
     StepStoppedData,
     StepWaitingData,
@@ -54,6 +56,7 @@ __all__ = [
     "MarkerWrittenData",
     "PlanAbortLiftedData",
     "PlanAbortedData",
+    "PlanClosedData",
     "PlanRenamedData",
     "ProgressEvent",
     "ReanchorData",
@@ -66,6 +69,7 @@ __all__ = [
     "StepDecisionData",
     "StepFailedData",
     "StepInterruptedData",
+    "StepSkippedData",
     "StepStartedData",
     "StepStoppedData",
 ]
@@ -88,6 +92,7 @@ class EventKind(_ValueEnum):
     step_rerun_requested = "step_rerun_requested"
     step_review_accepted = "step_review_accepted"
     step_refused = "step_refused"
+    step_skipped = "step_skipped"  # `waymark skip`: left out on purpose, with a reason
     # Agent and manual steps (checked in from outside the flow: prefect_waymark/agents).
     step_blocked = "step_blocked"
     step_waiting = "step_waiting"
@@ -107,6 +112,8 @@ class EventKind(_ValueEnum):
     plan_abort_lifted = "plan_abort_lifted"
     # A plan id changed: its history and receipts were carried over (`waymark rename-plan`).
     plan_renamed = "plan_renamed"
+    # The plan was closed and archived (`waymark close`); runs refuse it from then on.
+    plan_closed = "plan_closed"
     # A plan was imported from another tracker's file (`waymark import`), once per source.
     imported = "imported"
 
@@ -129,6 +136,7 @@ STEP_EVENT_KINDS = frozenset(
         EventKind.step_review_accepted,
         EventKind.step_refused,
         EventKind.step_blocked,
+        EventKind.step_skipped,
     }
     | ACTION_EVENT_KINDS
 )
@@ -172,6 +180,7 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.step_rerun_requested: StepDecisionData,
     EventKind.step_review_accepted: StepDecisionData,
     EventKind.step_refused: StepStoppedData,
+    EventKind.step_skipped: StepSkippedData,
     EventKind.step_blocked: StepBlockedData,
     EventKind.step_waiting: StepWaitingData,
     EventKind.action_intent: ActionIntentData,
@@ -186,5 +195,6 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.plan_aborted: PlanAbortedData,
     EventKind.plan_abort_lifted: PlanAbortLiftedData,
     EventKind.plan_renamed: PlanRenamedData,
+    EventKind.plan_closed: PlanClosedData,
     EventKind.imported: ImportedData,
 }

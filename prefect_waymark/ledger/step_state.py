@@ -25,6 +25,7 @@ _ALLOWED_FROM: dict[EventKind, frozenset[str] | None] = {
     EventKind.step_review_accepted: frozenset({"needs_review"}),
     EventKind.step_refused: frozenset({"pending", "failed"}),
     EventKind.step_blocked: frozenset({"pending", "failed", "in_progress", "blocked"}),
+    EventKind.step_skipped: frozenset({"pending", "failed", "blocked"}),
     EventKind.action_intent: None,
     EventKind.action_applied: None,
     EventKind.action_not_applied: None,
@@ -34,6 +35,8 @@ _HINTS = {
     EventKind.step_started: "a completed step runs again only after an explicit `waymark rerun`",
     EventKind.step_rerun_requested: "only a failed, completed or needs_review step can be re-run; "
     "a pending step simply runs on the next `waymark run`",
+    EventKind.step_skipped: "only a pending, blocked or failed step can be skipped; a running "
+    "step first ends, a step that needs review is answered with `waymark review`",
 }
 
 
@@ -69,6 +72,9 @@ class StepState(BaseModel):
     evidence: dict[str, str] = Field(default_factory=dict)
     blocked_on: str | None = None
     workdir: str | None = None  # where a checked-in step's executor made its outputs
+    #: ``waymark skip``: the reason the step was left out on purpose. A skipped step's status is
+    #: ``completed`` without a result or outputs, so the steps after it go on.
+    skipped: str | None = None
 
 
 def check_transition(state: StepState | None, event: ProgressEvent) -> None:
@@ -129,6 +135,16 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.evidence = dict(d.get("evidence") or {})
         s.workdir = d.get("workdir")
         s.blocked_on = None
+        s.skipped = None
+    elif kind == EventKind.step_skipped:
+        s.status = StepStatus.completed
+        s.skipped = d.get("reason") or "skipped"
+        s.executor = d.get("by")
+        s.completed_at = event.at.isoformat()
+        s.result_key = None
+        s.outputs = {}
+        s.error = None
+        s.blocked_on = None
     elif kind == EventKind.step_blocked:
         s.status = StepStatus.blocked
         s.blocked_on = d.get("on")
@@ -155,6 +171,7 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
         s.review_reason = None
         s.review_data = {}
         s.cached = False
+        s.skipped = None
     elif kind == EventKind.step_review_accepted:
         s.status = StepStatus(d.get("resume_status") or s.status_before_review or "pending")
         # Accepting an edited output accepts its current content as the step's output.

@@ -271,11 +271,13 @@ def _goal_section(contract: GoalContract | None) -> list[str]:
         f"Goal contract {code(contract.goal_id)} v{contract.version} ({contract.status})",
     ]
     if contract.acceptance:
-        out += ["", "Acceptance:", *[f"- {cell(a, 300)}" for a in contract.acceptance]]
+        items = contract.acceptance_items().items()
+        out += ["", "Acceptance:", *[f"- {i}: {cell(a, 300)}" for i, a in items]]
     if contract.forbidden:
         out += ["", "Forbidden:", *[f"- {cell(f, 300)}" for f in contract.forbidden]]
     if contract.exit_conditions:
-        out += ["", "Stop when:", *[f"- {cell(e, 300)}" for e in contract.exit_conditions]]
+        items = contract.exit_items().items()
+        out += ["", "Stop when:", *[f"- {i}: {cell(e, 300)}" for i, e in items]]
     return out
 
 

@@ -24,7 +24,7 @@ from .reading import (
     shown,
 )
 from .spec import NUMBER_BOUNDS, BlockRef, PlanSpec, StateRefSpec, StepSpec
-from .step_checks import check_steps, near
+from .step_checks import check_contract_links, check_steps, near
 
 __all__ = ["load_plan", "validate_plan_data"]
 
@@ -265,6 +265,7 @@ def validate_plan_data(
     check_steps(
         list[StepSpec | None](spec.steps), refs, add, full=full, allow_outside=allow_outside
     )
+    check_contract_links(spec.steps, contract, add)
     if problems:
         raise _plan_error(source, lines, problems)
     assert isinstance(spec, PlanSpec)

@@ -77,6 +77,17 @@ class StepSpec(BaseModel):
     )
     milestone: str | None = Field(default=None, description="Milestone the step belongs to.")
     acceptance: list[str] = Field(default_factory=list, description="Acceptance criteria.")
+    serves: list[str] = Field(
+        default_factory=list,
+        description="Ids of the goal contract's acceptance items (A1, …) or exit conditions "
+        "(E1, …) this step serves.",
+    )
+    verify: bool = Field(
+        default=False,
+        strict=True,
+        description="A verification step: it checks the steps it depends on (in its milestone, "
+        "or the whole plan for a step without one).",
+    )
     kind: StepKind = Field(
         default="code",
         description="code (run / call), or agent / manual: done outside the flow and checked in.",
@@ -167,6 +178,11 @@ class PlanSpec(BaseModel):
     ledger: LedgerPin | None = Field(
         default=None,
         description="The plan's ledger, pinned: a URL, or where to find it (env, secret).",
+    )
+    ignore: list[str] = Field(
+        default_factory=list,
+        description="Workdir paths (globs, relative to the workdir) the run's change manifest "
+        "leaves out, beside .waymark/.",
     )
     allow_outside_workdir: bool = Field(
         default=False,

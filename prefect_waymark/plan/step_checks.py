@@ -9,10 +9,11 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from ..models import ContractItem, GoalContract
 from .reading import shown
 from .spec import StepSpec
 
-__all__ = ["check_steps", "near"]
+__all__ = ["check_contract_links", "check_steps", "near"]
 
 
 def near(name: str, choices: list[str]) -> str:
@@ -103,3 +104,37 @@ def _output_problem(path: str, allow_outside: bool) -> str | None:
             "set allow_outside_workdir: true at the top of the plan"
         )
     return None
+
+
+def check_contract_links(steps: list[StepSpec], contract: Any, add: Any) -> None:
+    """An inline contract's item ids are unique, and each step's ``serves`` names one of its
+    acceptance items or exit conditions (a contract block is read at run time: its ids are not
+    known here)."""
+    if not isinstance(contract, GoalContract):
+        if contract is None:
+            for i, s in enumerate(steps):
+                if s.serves:
+                    add(("steps", i, "serves"), "the plan has no goal contract: nothing to serve")
+        return
+    for field, prefix in (("acceptance", "A"), ("exit_conditions", "E")):
+        seen: dict[str, int] = {}
+        for j, entry in enumerate(getattr(contract, field)):
+            item_id = entry.id if isinstance(entry, ContractItem) else f"{prefix}{j + 1}"
+            if item_id in seen:
+                add(
+                    ("contract", field, j),
+                    f"duplicate id {shown(item_id)} (first used by {field}[{seen[item_id]}]; "
+                    f"a plain string's id is {prefix} and its position)",
+                )
+            else:
+                seen[item_id] = j
+    known = [*contract.acceptance_items(), *contract.exit_items()]
+    for i, s in enumerate(steps):
+        for j, item in enumerate(s.serves):
+            if item not in known:
+                listed = ", ".join(known) or "the contract has none"
+                add(
+                    ("steps", i, "serves", j),
+                    f"unknown contract item {shown(item)}{near(item, known)} "
+                    f"(the contract's acceptance items and exit conditions: {listed})",
+                )
