@@ -190,7 +190,7 @@ def test_the_plan_page_says_where_the_plan_stands(tmp_path: Path) -> None:
     )
     assert "row 7 ok\n[stderr]\nQ4 growth is stale\n```" in failed
     assert "- `send` — waits for `check` (failed)" in page
-    assert "**Send the weekly report**" in page and "- sent" in page
+    assert "**Send the weekly report**" in page and "- A1: sent" in page
     assert "| m1 | 1/2 |  | 1 |  |  |  |" in page  # per milestone
     assert "| `money` | 1/1 |" in page  # per branch
     assert "| `pay` | `pay-invoice` | `k-1` | applied | INV\\|9 | 3 h ago | bank |" in page
