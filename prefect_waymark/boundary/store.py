@@ -1,0 +1,95 @@
+"""The last run's end manifest, kept in ``<workdir>/.waymark/manifest.json`` so the next run
+can tell what changed in between that no run made.
+
+A file, not the ledger: it is a property of this workdir (a ledger may serve several copies of
+a plan, on other machines), it can hold 20,000 entries without growing every run's events, and
+losing it only means one run reports no between-runs changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .ignore import Ignore
+from .manifest import Cut, Entry, Manifest
+
+__all__ = ["MANIFEST_FILE", "StoredManifest", "read_manifest", "write_manifest"]
+
+MANIFEST_FILE = "manifest.json"
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class StoredManifest:
+    plan_id: str
+    run_id: str
+    written_at: str
+    ignore: Ignore  # what that run's manifest left out
+    files: dict[str, Entry]
+    cut: Cut | None
+
+
+def _path(workdir: Path) -> Path:
+    return workdir / ".waymark" / MANIFEST_FILE
+
+
+def read_manifest(workdir: Path) -> StoredManifest | None:
+    """The stored manifest; ``None`` if there is none. Raises ``OSError`` / ``ValueError`` for
+    one that cannot be read."""
+    try:
+        raw = _path(workdir).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    doc = json.loads(raw)
+    if not isinstance(doc, dict) or doc.get("version") != _VERSION:
+        raise ValueError(f"{_path(workdir)}: not a version-{_VERSION} manifest")
+    files: dict[str, Entry] = {}
+    for path, value in dict(doc["files"]).items():
+        size, mtime, sha = value
+        files[str(path)] = (int(size), int(mtime), str(sha) if sha else None)
+    cut = doc.get("cut")
+    return StoredManifest(
+        plan_id=str(doc.get("plan_id")),
+        run_id=str(doc.get("run_id")),
+        written_at=str(doc.get("written_at")),
+        ignore=Ignore(
+            globs=tuple(str(g) for g in doc.get("ignore") or []),
+            exact=frozenset(str(p) for p in doc.get("ignore_exact") or []),
+        ),
+        files=files,
+        cut=tuple(str(p) for p in cut) if cut is not None else None,
+    )
+
+
+def write_manifest(
+    workdir: Path, manifest: Manifest, *, plan_id: str, run_id: str, at: str, ignore: Ignore
+) -> None:
+    """Replace the stored manifest atomically (temp file and rename)."""
+    doc: dict[str, Any] = {
+        "version": _VERSION,
+        "plan_id": plan_id,
+        "run_id": run_id,
+        "written_at": at,
+        "ignore": list(ignore.globs),
+        "ignore_exact": sorted(ignore.exact),
+        "cut": list(manifest.cut) if manifest.cut is not None else None,
+        "files": {p: list(e) for p, e in sorted(manifest.files.items())},
+    }
+    target = _path(workdir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".manifest.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, separators=(",", ":"))
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
