@@ -94,7 +94,7 @@ def test_a_failed_run_then_a_resume_read_in_the_ui(prefect_server: str, tmp_path
     assert "Last lines of its output:" in failed and "Q3 growth ok" in failed  # the tail
     assert "- `publish` — Publish — waits for `check-figures` (failed)" in page
     assert "**Publish the Q4 report with checked figures**" in page
-    assert "- every figure matches the finance ledger" in page
+    assert "- A1: every figure matches the finance ledger" in page
     assert "| figures.csv holds the quarter's rows | `collect` | met just now |" in page
     assert "Per milestone" in page and "| data | 1/2 |" in page and "Per branch" in page
     assert f"/runs/flow-run/{summary.flow_run_id}" in page  # the last run, linked
