@@ -1,0 +1,75 @@
+"""``waymark metrics PLAN``: the seed's eight metrics of a plan, from its ledger. Reads only;
+never starts Prefect."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from ._common import fail, load_or_exit, open_reader_or_exit, workdir_for
+from .options import LedgerOpt, PlanArg, WorkdirOpt
+
+__all__ = ["metrics", "metrics_document"]
+
+
+def metrics_document(plan_id: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The ``--json`` document: the eight metrics with the plan id and the schema version."""
+    from ..metrics import SCHEMA_VERSION
+
+    return {"plan_id": plan_id, "schema_version": SCHEMA_VERSION, **metrics}
+
+
+def metrics(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """The plan's eight metrics (omission, acceptance, drift, verification, resume, duplicate
+    side effects, ref freshness, single in_progress), from the ledger. Reads only."""
+    from ..ledger import Ledger
+    from ..ledger.sqlite_reader import SqliteReader
+    from ..metrics import compute_metrics
+
+    spec = load_or_exit(plan)
+    wd = workdir_for(spec, workdir)
+    # A SQLite ledger is read through the standard library (no SQLAlchemy import), like status.
+    led = open_reader_or_exit(ledger, wd, plan=spec)
+    if led is None:
+        fail(f"plan {spec.plan_id!r} has no ledger yet (nothing recorded); `waymark run {plan}`")
+    with led:
+        events = led.events(spec.plan_id)
+        if not events:
+            fail(
+                f"plan {spec.plan_id!r} has no history in the ledger {led.url}; "
+                f"`waymark run {plan}` records its first run"
+            )
+        receipts = led.receipts(spec.plan_id) if isinstance(led, SqliteReader | Ledger) else None
+        result = compute_metrics(spec, led, events=events, receipts=receipts)
+    if as_json:
+        print(json.dumps(metrics_document(spec.plan_id, result), indent=2, default=str))
+    else:
+        _print_table(spec.plan_id, spec.title, result)
+    raise typer.Exit(0)
+
+
+def _print_table(plan_id: str, title: str, result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..metrics.table import MUST_BE_ZERO, metric_rows
+
+    console = Console(width=120)
+    table = Table(title=f"{plan_id}" + (f" — {title}" if title else ""), title_justify="left")
+    for col in ("metric", "value", "made of"):
+        table.add_column(col)
+    for row in metric_rows(result):
+        value = row["value"]
+        if row["key"] in MUST_BE_ZERO and value not in ("0", "-"):
+            value = f"[red]{value}[/]"
+        table.add_row(row["metric"], value, row["made of"])
+    console.print(table)
+    closed = result["plan_omission_rate"].get("closed")
+    console.print("measured at close" if closed else "measured so far (the plan is not closed)")
