@@ -1,0 +1,108 @@
+"""``waymark close``: check the plan, record ``plan_closed``, archive the active view.
+
+Archiving: the event closes the plan for good — runs, resumes, skips and check-ins refuse it
+(:mod:`.closed`) — and the view files (TASKS.md, STATE.md, IMPLEMENTATION_LOG.md,
+EXECUTION_MARKER.json) are rewritten to say it is closed and that nothing is next. The history
+stays as it was: every event, receipt and marker remains in the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import CloseError
+from ..ledger import Ledger
+from ..ledger.events import EventKind
+from ..models import GoalContract
+from ..plan.spec import PlanSpec
+from .checks import CloseCheck, Unmet, check_close
+from .closed import closed_line, read_closed
+
+__all__ = ["CloseOutcome", "close_plan", "load_close_contract"]
+
+
+@dataclass
+class CloseOutcome:
+    """What ``close_plan`` did: ``closed`` (the record) or not, and the checks it made."""
+
+    check: CloseCheck
+    closed: dict[str, Any] | None = None
+
+
+def load_close_contract(plan: PlanSpec) -> tuple[GoalContract | None, str | None, str | None]:
+    """The plan's goal contract as it is now (inline, or its Prefect block: the caller has
+    pointed Prefect at a server), its source, and — if a block cannot be read — why."""
+    from ..guards.sources import load_contract
+
+    try:
+        loaded = load_contract(plan)
+    except Exception as exc:  # noqa: BLE001 - an unreadable block: the caller decides
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        return None, None, f"{type(exc).__name__}: {first}"
+    if loaded is None:
+        return None, None, None
+    return loaded[0], loaded[1], None
+
+
+def close_plan(
+    plan: PlanSpec,
+    ledger: Ledger | None,
+    folder: Path,
+    *,
+    contract: GoalContract | None,
+    contract_source: str | None,
+    given: Mapping[str, str],
+    by: str,
+    reason: str,
+    force: bool,
+    unreadable: str | None = None,
+) -> CloseOutcome:
+    """Close ``plan`` if nothing stands in the way (or ``force``); else record nothing.
+    Without a ledger (nothing ran yet) only the checks are made.
+
+    Raises :class:`CloseError` if it is closed already or ``force`` comes without a reason;
+    :class:`~prefect_waymark.errors.MarkerFileError` if a view file is not waymark's (before
+    anything is recorded)."""
+    from ..guards.conflicts import contract_record
+    from ..markers.generated_files import check_writable
+    from ..markers.run_markers import VIEW_FILES, write_views
+
+    if force and not reason.strip():
+        raise CloseError("--force needs --reason: say why the plan closes with things unmet")
+    before = read_closed(ledger, plan.plan_id)
+    if before is not None:
+        raise CloseError(f"{closed_line(plan.plan_id, before)}: already closed; nothing recorded")
+    states = ledger.step_states(plan.plan_id) if ledger is not None else {}
+    check = check_close(plan, contract, states, given)
+    if unreadable is not None:
+        block = getattr(plan.contract, "block", "?")
+        check.unmet.insert(
+            0,
+            Unmet(
+                f"the goal contract (block {block!r}) cannot be read: {unreadable}",
+                "check that the server a run uses holds it (`prefect block ls`; "
+                "PREFECT_API_URL names the server), then close again",
+            ),
+        )
+    if check.unmet and not force:
+        return CloseOutcome(check)
+    if ledger is None:  # the caller opens (creates) one to force a close
+        raise CloseError(f"plan {plan.plan_id!r} has no ledger: nothing ran, nothing to close")
+    check_writable([folder / name for name in VIEW_FILES])
+    data: dict[str, Any] = {
+        "reason": reason.strip(),
+        "by": by,
+        "forced": bool(force),
+        "evidence": check.evidence,
+        "acceptance": check.acceptance,
+    }
+    if check.unmet:
+        data["unmet"] = [u.line() for u in check.unmet]
+    if contract is not None:
+        data["contract"] = contract_record(contract, contract_source or "inline")
+    ledger.record(plan.plan_id, EventKind.plan_closed, **data)
+    write_views(plan, ledger, folder)
+    return CloseOutcome(check, read_closed(ledger, plan.plan_id))

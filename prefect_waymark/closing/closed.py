@@ -1,0 +1,93 @@
+"""Whether a plan was closed, and what runs, resumes, skips and check-ins say when it was.
+
+A plan is closed by its ``plan_closed`` event (``waymark close``); the event is final. The full
+history stays in the ledger and is read as before (``waymark status``, ``waymark marker
+--history``); only new work is refused.
+"""
+
+from __future__ import annotations
+
+from datetime import timezone
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PlanClosedError
+from ..ledger.base import LedgerReader
+from ..ledger.events import EventKind, ProgressEvent
+
+if TYPE_CHECKING:
+    import logging
+
+    from ..ledger import Ledger
+    from ..plan.spec import PlanSpec
+
+__all__ = [
+    "check_not_closed",
+    "closed_line",
+    "closed_record",
+    "closed_refusal",
+    "read_closed",
+    "refuse_closed_run",
+]
+
+
+def closed_record(event: ProgressEvent) -> dict[str, Any]:
+    """What a ``plan_closed`` event says, as status, the views and the refusals show it."""
+    d = event.data
+    return {
+        "at": event.at.astimezone(timezone.utc).isoformat(),
+        "seq": event.seq,
+        "by": d.get("by") or "?",
+        "reason": d.get("reason") or "",
+        "forced": bool(d.get("forced")),
+        "evidence": dict(d.get("evidence") or {}),
+        "acceptance": dict(d.get("acceptance") or {}),
+        "unmet": list(d.get("unmet") or []),
+    }
+
+
+def read_closed(ledger: LedgerReader | None, plan_id: str) -> dict[str, Any] | None:
+    """The plan's close record, or ``None`` while it is open (or has no ledger yet)."""
+    if ledger is None:
+        return None
+    event = ledger.last_event(plan_id, [EventKind.plan_closed])
+    return closed_record(event) if event is not None else None
+
+
+def closed_line(plan_id: str, record: dict[str, Any]) -> str:
+    """``plan 'x' was closed on 2026-12-01 18:20 UTC by ann: done`` (``(forced)`` if so)."""
+    when = str(record.get("at") or "")[:16].replace("T", " ")
+    forced = " (forced)" if record.get("forced") else ""
+    why = f": {record['reason']}" if record.get("reason") else ""
+    return f"plan {plan_id!r} was closed{forced} on {when} UTC by {record.get('by')}{why}"
+
+
+def closed_refusal(plan_id: str, source: str, record: dict[str, Any]) -> str:
+    """The one line a run, resume, skip or check-in of a closed plan is refused with."""
+    return (
+        f"{closed_line(plan_id, record)}; nothing ran. Its history: `waymark status {source}`, "
+        f"`waymark marker {source} --history`, `waymark export {source} --format jsonl`"
+    )
+
+
+def check_not_closed(ledger: LedgerReader | None, plan_id: str, source: str) -> None:
+    """Raise :class:`PlanClosedError` if the plan was closed."""
+    record = read_closed(ledger, plan_id)
+    if record is not None:
+        raise PlanClosedError(closed_refusal(plan_id, source, record), record)
+
+
+def refuse_closed_run(
+    ledger: Ledger,
+    plan: PlanSpec,
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+) -> None:
+    """At a run's start (``run_plan``), before anything is recorded: raise
+    :class:`PlanClosedError` for a closed plan. A deployment's run pauses the deployment's
+    schedules first, as for a complete plan, so it makes no more runs."""
+    try:
+        check_not_closed(ledger, plan.plan_id, plan.source)
+    except PlanClosedError:
+        from ..run.schedule_lifecycle import pause_finished_schedules
+
+        pause_finished_schedules("closed", ledger, plan.plan_id, logger)
+        raise
