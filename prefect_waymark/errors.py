@@ -24,8 +24,11 @@ WaymarkError
 ├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
 ├── UnwritablePathError       a folder a run will write cannot be created or written (checked first)
 ├── MarkerFileError           a marker or view file is not waymark's, or is corrupt
+├── ExportFileError           an audit export a restore reads is not one (names the line)
 ├── CheckinError              a check-in (`waymark start`, `done`, ...) the ledger refuses (exit 2)
 ├── CheckinStopped            re-anchoring at a check-in stopped or refused the step (exit 4)
+├── CloseError                a skip or close the plan's state or the input does not allow (exit 2)
+├── PlanClosedError           the plan was closed (`waymark close`): runs and check-ins refuse it
 ├── HookPlanInvalid           the plan a hook answers for has problems (one line, the first)
 ├── ShellTooDeep              a command a hook reads nests too deep to be read (also a ValueError)
 └── ShellUnclosed             a command a hook reads has a quote or substitution never closed
@@ -44,9 +47,11 @@ __all__ = [
     "BranchBusyError",
     "CheckinError",
     "CheckinStopped",
+    "CloseError",
     "HookPlanInvalid",
     "ShellTooDeep",
     "ShellUnclosed",
+    "ExportFileError",
     "ForbiddenActionError",
     "LedgerError",
     "LedgerMismatch",
@@ -57,6 +62,7 @@ __all__ = [
     "NeedsReview",
     "OutcomeUnknownError",
     "PinUnavailable",
+    "PlanClosedError",
     "PlanError",
     "PlanProblem",
     "PlanRunFailed",
@@ -330,3 +336,28 @@ class ShellUnclosed(WaymarkError):
     def __init__(self, at: int) -> None:
         self.at = at
         super().__init__(f"unclosed at character {at}")
+
+
+# Skipping a step and closing a plan (issue 14, item 3: prefect_waymark/closing).
+class CloseError(WaymarkError):
+    """``waymark skip`` or ``waymark close`` cannot be taken: bad input (a blank reason, an
+    unknown step or evidence id) or a step status that does not allow it (exit 2); nothing was
+    recorded."""
+
+
+class PlanClosedError(WaymarkError):
+    """The plan was closed (``waymark close``): runs, resumes, skips and check-ins refuse it
+    (exit 2). Carries the ``plan_closed`` record (``at``, ``by``, ``reason``)."""
+
+    def __init__(self, message: str, record: dict[str, Any] | None = None) -> None:
+        self.record = dict(record or {})
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.record))
+
+
+# Audit export, replay and restore (issue 14, item 4: prefect_waymark/audit).
+class ExportFileError(WaymarkError):
+    """A file ``waymark restore`` reads is not an audit export it can restore: each problem
+    names the file, the line and the field (exit 2); nothing was written."""

@@ -127,6 +127,7 @@ def _step_doc(
                     for p, h in (ds.outputs if ds else {}).items()
                 ],
                 "evidence": dict(ds.evidence) if ds else {},
+                "skipped": ds.skipped if ds else None,  # `waymark skip`: left out, no outputs
             }
         )
     attempts = [
@@ -219,7 +220,26 @@ def _why_nothing(plan: PlanSpec, view: PlanView, states: dict[str, StepState], e
 def next_document(
     plan: PlanSpec, ledger: Ledger, workdir: Path, executor: str | None
 ) -> tuple[dict[str, Any], int]:
-    """The ``waymark next`` document and its exit code (0 a step, 3 nothing ready, 4 review)."""
+    """The ``waymark next`` document and its exit code (0 a step, 3 nothing ready, 4 review,
+    2 the plan was closed: nothing is offered, nothing re-anchored or recorded)."""
+    from ..closing.closed import closed_line, closed_refusal, read_closed
+
+    closed = read_closed(ledger, plan.plan_id)
+    if closed is not None:  # `waymark close`: no step is offered again
+        shut: dict[str, Any] = {
+            "schema": SCHEMA,
+            "plan_id": plan.plan_id,
+            "executor": executor,
+            "standing": closed_line(plan.plan_id, closed),
+            "step": None,
+            "reason": closed_refusal(plan.plan_id, plan.source, closed),
+            "closed": closed,
+            "contract": {},
+            "refs_changed": [],
+            "needs_review": [],
+            "boundary": None,
+        }
+        return shut, exit_codes.BAD_INPUT
     run_id = agent_run_id(executor or "next")
     states = ledger.step_states(plan.plan_id)
     stopped = None

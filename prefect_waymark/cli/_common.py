@@ -120,6 +120,7 @@ def preflight_run_or_exit(
     led = open_or_exit(ledger, wd, create=False, plan=spec)
     try:
         check_not_renamed(spec, led)
+        check_not_closed(spec, led)
         preflight_markers(spec, led, folder)
     except (MarkerFileError, LedgerMismatch) as exc:
         fail(str(exc))
@@ -137,6 +138,16 @@ def check_not_renamed(spec: PlanSpec, led: LedgerReader | None) -> None:
             check(led, spec.plan_id, spec.source)
         except LedgerError as exc:
             fail(str(exc))
+
+
+def check_not_closed(spec: PlanSpec, led: LedgerReader | None) -> None:
+    """Exit 2 if the plan was closed (``waymark close``): nothing runs or is recorded."""
+    from ..closing.closed import check_not_closed as check
+
+    try:
+        check(led, spec.plan_id, spec.source)
+    except WaymarkError as exc:
+        fail(str(exc))
 
 
 def check_refs_block_or_exit(spec: PlanSpec) -> None:

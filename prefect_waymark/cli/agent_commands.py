@@ -85,11 +85,19 @@ def _check_results(results: str | None) -> None:
         fail(f"--results {results}: {problem}")
 
 
-def _open(plan: Path, workdir: Path | None, ledger: str | None) -> tuple[Any, Path, Any]:
+def _open(
+    plan: Path, workdir: Path | None, ledger: str | None, as_json: bool | None = None
+) -> tuple[Any, Path, Any]:
+    """The plan, workdir and ledger of a check-in; with ``as_json`` given (every check-in but
+    ``next``, which says it in its document), a closed plan is refused (exit 2)."""
     spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
     led = open_or_exit(ledger, wd, create=True, plan=spec)
     assert led is not None  # create=True
+    if as_json is not None:
+        from ..closing.closed import check_not_closed
+
+        _checkin(as_json, lambda: check_not_closed(led, spec.plan_id, spec.source))
     return spec, wd, led
 
 
@@ -198,7 +206,7 @@ def start(
     """Take the step's branch (one step in progress per branch): re-anchors first."""
     from ..agents.checkin import start_step
 
-    spec, wd, led = _open(plan, workdir, ledger)
+    spec, wd, led = _open(plan, workdir, ledger, as_json)
     who = _executor(executor)
     with led:
         line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who, lease))
@@ -221,7 +229,7 @@ def tick(
     """Renew the hold on a step in progress; every N ticks re-anchor and print the contract."""
     from ..agents.checkin import tick_step
 
-    spec, wd, led = _open(plan, workdir, ledger)
+    spec, wd, led = _open(plan, workdir, ledger, as_json)
     who = _executor(executor)
     count = _count_tick(wd, spec.plan_id, who, step)
     with led:
@@ -282,7 +290,7 @@ def done(
     from ..agents.checkin import DoneInput, done_step
 
     _check_results(results)
-    spec, wd, led = _open(plan, workdir, ledger)
+    spec, wd, led = _open(plan, workdir, ledger, as_json)
     who = _executor(executor)
     given = DoneInput(outputs=output or [], evidence=evidence or [], receipts=receipt or [])
     with led:
@@ -324,7 +332,7 @@ def fail_command(
         fail("--reason: say what went wrong")
     from ..agents.checkin import fail_step
 
-    spec, wd, led = _open(plan, workdir, ledger)
+    spec, wd, led = _open(plan, workdir, ledger, as_json)
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: fail_step(spec, led, step, who, reason))
@@ -347,7 +355,7 @@ def block(
         fail("give --on STEP or --reason TEXT (or both)")
     from ..agents.checkin import block_step
 
-    spec, wd, led = _open(plan, workdir, ledger)
+    spec, wd, led = _open(plan, workdir, ledger, as_json)
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: block_step(spec, led, step, who, on, reason))

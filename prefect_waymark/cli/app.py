@@ -9,8 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from ..ledger.events import EventKind
-from ..run import exit_codes
 from ._common import (
     fail,
     load_or_exit,
@@ -20,10 +18,13 @@ from ._common import (
     workdir_for,
 )
 from .agent_commands import block, done, fail_command, next_command, start, tick
+from .audit_command import export, replay, restore
+from .close_command import close, skip
 from .deploy_command import deploy, serve
 from .hook_command import hook_app
 from .import_command import import_plan
 from .init_command import init
+from .metrics_command import metrics
 from .options import (
     ByOpt,
     ExecutorOpt,
@@ -81,6 +82,7 @@ def status(
     deployment runs the plan, its schedule and next run are read from the Prefect server."""
     from ..ledger import Ledger
     from ..ledger.progress_view import build_view
+    from .status_extras import ledger_extras, status_exit_code
     from .status_output import print_json, print_table
 
     spec = load_or_exit(plan)
@@ -103,20 +105,9 @@ def status(
                 extra["rebuilt"] = {"steps": len(states), "changed": before != states}
             else:
                 states = led.step_states(spec.plan_id)
-            last = led.last_event(spec.plan_id, [EventKind.run_finished])
-            if last is not None:
-                extra["last_run"] = {"at": last.at.isoformat(), **last.data}
-            started = led.last_event(spec.plan_id, [EventKind.run_started])
-            deployment_id = started.data.get("deployment_id") if started is not None else None
-            abort = led.last_event(
-                spec.plan_id, [EventKind.plan_aborted, EventKind.plan_abort_lifted]
-            )
-            if abort is not None and abort.kind == EventKind.plan_aborted:
-                extra["aborted"] = {
-                    "at": abort.at.isoformat(),
-                    "by": abort.data.get("by"),
-                    "reason": abort.data.get("reason") or "",
-                }
+            # The keys from the plan's last events: the same function as `waymark replay`.
+            found, deployment_id = ledger_extras(lambda kinds: led.last_event(spec.plan_id, kinds))
+            extra.update(found)
     if led is not None and deployment_id:  # a deployment runs the plan: its schedule, next run
         from .status_deployment import deployment_status
 
@@ -126,15 +117,7 @@ def status(
         print_json(view, extra)
     else:
         print_table(view, extra)
-    if view.complete:
-        code = exit_codes.OK
-    elif view.needs_review or "aborted" in extra:
-        code = exit_codes.NEEDS_REVIEW
-    elif any(s.status == "failed" for s in view.steps):
-        code = exit_codes.STEP_FAILED
-    else:
-        code = exit_codes.OK
-    raise typer.Exit(code)
+    raise typer.Exit(status_exit_code(view, extra))
 
 
 def _run(
@@ -201,6 +184,8 @@ def run(
 app.command(name="resume", help="Same as `run`: continue the plan where the last run stopped.")(run)
 app.command()(rerun)
 app.command(name="rename-plan")(rename_plan)
+app.command()(skip)
+app.command()(close)
 app.command()(init)
 app.command()(deploy)
 app.command()(serve)
@@ -211,6 +196,10 @@ app.command()(done)
 app.command(name="fail")(fail_command)
 app.command()(block)
 app.command("import")(import_plan)
+app.command()(metrics)
+app.command()(export)
+app.command()(replay)
+app.command()(restore)
 
 
 @app.command()
@@ -229,13 +218,22 @@ def marker(
         bool,
         typer.Option("--from-prefect", help="Read the latest marker artifact from Prefect's API."),
     ] = False,
+    changes: Annotated[
+        bool,
+        typer.Option(
+            "--changes",
+            help="The run's execution boundary: ledger range, git before/after, files it "
+            "created, modified, deleted or used temporarily, edits made between runs.",
+        ),
+    ] = False,
 ) -> None:
     """Show the latest execution marker: what the last run did and where the next one starts."""
     from .marker_command import marker_command
 
-    raise typer.Exit(
-        marker_command(plan, workdir, ledger, markers_dir, as_json, history, rebuild, from_prefect)
+    code = marker_command(
+        plan, workdir, ledger, markers_dir, as_json, history, rebuild, from_prefect, changes
     )
+    raise typer.Exit(code)
 
 
 @app.command()

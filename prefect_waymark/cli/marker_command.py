@@ -1,5 +1,6 @@
-"""``waymark marker``: the latest execution marker, the history, a rebuild of the files, or this
-copy's latest marker artifact from Prefect (``--from-prefect``)."""
+"""``waymark marker``: the latest execution marker, the history, a rebuild of the files, this
+copy's latest marker artifact from Prefect (``--from-prefect``), or the runs' execution
+boundaries (``--changes``, :mod:`.marker_changes`)."""
 
 from __future__ import annotations
 
@@ -76,9 +77,12 @@ def marker_command(
     history: bool,
     rebuild: bool,
     from_prefect: bool,
+    changes: bool = False,
 ) -> int:
     from ..markers import MarkerFileError, marker_history, markers_folder, rebuild_marker_files
 
+    if changes and (rebuild or from_prefect):
+        fail("--changes reads the ledger's markers: use it without --rebuild and --from-prefect")
     spec = load_or_exit(plan_path)
     wd = workdir_for(spec, workdir)
     if from_prefect:
@@ -105,6 +109,11 @@ def marker_command(
         print(f"plan {spec.plan_id}: no run recorded yet", file=sys.stderr)
         if as_json:
             print("null")
+        return exit_codes.OK
+    if changes:
+        from .marker_changes import print_changes
+
+        print_changes(spec.plan_id, markers, as_json, history)
         return exit_codes.OK
     shown = markers if history else markers[-1:]
     if as_json:

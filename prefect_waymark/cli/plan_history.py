@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..ledger.events import EventKind
-from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from ._common import check_not_closed, fail, load_or_exit, open_or_exit, workdir_for
 from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, ReasonOpt, WorkdirOpt
 
 __all__ = ["rename_plan", "rerun"]
@@ -32,6 +32,7 @@ def rerun(
     if led is None:
         fail(f"plan {spec.plan_id!r} has no recorded run: nothing to re-run")
     with led:
+        check_not_closed(spec, led)  # a closed plan runs nothing again
         try:
             led.record(
                 spec.plan_id,

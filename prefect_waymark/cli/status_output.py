@@ -34,6 +34,8 @@ def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
         "steps": [s.model_dump() for s in view.steps],
     }
     doc.update(extra)
+    if extra.get("closed"):  # `waymark close`: the final states stay; nothing is next
+        doc["next_step"], doc["current_step"] = None, {}
     return doc
 
 
@@ -43,6 +45,7 @@ def print_json(view: PlanView, extra: dict[str, Any]) -> None:
 
 def print_table(view: PlanView, extra: dict[str, Any], console: Console | None = None) -> None:
     from rich.console import Console  # not needed by --json: spare its import time
+    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console(width=120)
@@ -50,9 +53,18 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     table = Table(title=title, title_justify="left")
     for col in ("step", "status", "owner", "branch", "last event"):
         table.add_column(col)
+    closed = extra.get("closed")
+    if closed:
+        from ..closing.closed import closed_line
+
+        forced = " — forced, with things unmet" if closed.get("forced") else ""
+        line = escape(closed_line(view.plan_id, closed))
+        console.print(f"[bold]{line}[/]{forced}", highlight=False)
     for s in view.steps:
         status = s.status + (" (definition changed)" if s.definition_changed else "")
         style = _STYLE.get(s.status, "")
+        if s.skipped is not None:  # `waymark skip`: completed without running
+            status, style = escape(f"skipped: {s.skipped[:60]}"), "dim green"
         table.add_row(
             s.id,
             f"[{style}]{status}[/]" if style else status,
@@ -65,9 +77,8 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     console.print(f"steps: {counts}")
     current = ", ".join(f"{b}: {sid}" for b, sid in sorted(view.current_step.items()))
     console.print(f"current step: {current or 'none'}")
-    console.print(
-        f"next step: {view.next_step or ('none — plan complete' if view.complete else 'none')}"
-    )
+    nxt = view.next_step or ("none — plan complete" if view.complete else "none")
+    console.print(f"next step: {'none — the plan is closed' if closed else nxt}")
     if extra.get("aborted"):
         ab = extra["aborted"]
         why = f" ({ab['reason']})" if ab.get("reason") else ""

@@ -74,6 +74,8 @@ class StepRecords:
         self.status: dict[str, str] = {}
         self.generation: dict[str, int] = {}
         self.result_keys: dict[str, str | None] = {}
+        #: Steps left out with `waymark skip`: done, with ``None`` as their upstream value.
+        self.skipped: set[str] = set()
         self.refused: set[str] = set()
         #: Agent or manual steps the ledger shows refused (a forbidden action): not waited for.
         self.refused_checkins: set[str] = set()
@@ -96,6 +98,10 @@ class StepRecords:
                     self.status[sid] = "pending"
             self.generation[sid] = st.generation if st else 0
             self.result_keys[sid] = st.result_key if st else None
+            if st is not None and st.status == "completed" and st.skipped is not None:
+                self.skipped.add(sid)
+            else:
+                self.skipped.discard(sid)
 
     def stop(self, sid: str, verdict: Verdict) -> GateOutcome:
         """Hand a stop to the review gate and take its outcome into the statuses."""
@@ -110,12 +116,16 @@ class StepRecords:
         return outcome
 
     def upstream(self, sid: str) -> dict[str, Any] | None:
-        """Upstream values, from this run or from persisted results; None if one is unreadable
-        (that step is stopped for review, unless a person's answer let the run go on)."""
+        """Upstream values, from this run or from persisted results (``None`` for a skipped
+        step); None if one is unreadable (that step is stopped for review, unless a person's
+        answer let the run go on)."""
         values: dict[str, Any] = {}
         for dep in self.specs[sid].depends_on:
             if dep in self.values:
                 values[dep] = self.values[dep]
+                continue
+            if dep in self.skipped:  # left out on purpose (`waymark skip`): no value
+                values[dep] = None
                 continue
             if self.specs[dep].checked_in:  # done outside the flow: what was checked in
                 values[dep] = self.values[dep] = self.checked_in_value(dep)

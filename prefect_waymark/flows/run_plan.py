@@ -19,6 +19,8 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
 from ..agents.flow_suspend import record_checkin_suspension
+from ..boundary import RunBoundary
+from ..closing.closed import refuse_closed_run
 from ..errors import PlanRunFailed, WaymarkError
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
@@ -151,6 +153,7 @@ def run_plan(
     fr_id = flow_run.get_id()
     ledger = open_ledger(url)
     try:
+        refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
         if not checked:  # refuse before anything is recorded
             check_not_renamed(ledger, spec.plan_id, spec.source)
             preflight_markers(spec, ledger, folder)
@@ -173,6 +176,7 @@ def run_plan(
             markers_folder=folder,
             publish_artifacts=publish_artifacts,
             keeps_outputs=result_storage is not None,
+            boundary=RunBoundary.begin(spec, ledger, wd, folder, logger),
         )
         # A deployment's budget is per schedule slot: runs triggered together share it.
         budget = slot_budget(ledger, spec.plan_id, max_steps)
@@ -284,6 +288,8 @@ def _run_steps(
             take_up(gate, resumed)
             states = ledger.step_states(spec.plan_id)
     observers: list[RunObserver] = run_observers(gate, run.workdir) if run.publish_artifacts else []
+    if run.boundary is not None:
+        observers.append(run.boundary)  # looks at the workdir after each step
     runtime = StepRuntime(
         spec,
         run.workdir,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..boundary import RunBoundary
 from ..ledger import Ledger
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.progress_view import PlanView, build_view
@@ -36,6 +37,8 @@ class RunRecord:
     publish_artifacts: bool
     #: Result storage was given: declared outputs are kept there too (run/output_store.py).
     keeps_outputs: bool = False
+    #: The run's execution boundary, taken before run_started (boundary/tracker.py).
+    boundary: RunBoundary | None = None
 
     def summary(self, result: RunResult, **fields: Any) -> RunSummary:
         return RunSummary(
@@ -50,6 +53,17 @@ class RunRecord:
             **{"started_from": self.started_from, **fields},
         )
 
+    def metrics(self, states: dict[str, StepState] | None) -> dict[str, Any] | None:
+        """The plan's metrics as the run ends (metrics/); None, logged, if they cannot be
+        computed: a metric never fails a run."""
+        from ..metrics import compute_metrics
+
+        try:
+            return compute_metrics(self.spec, self.ledger, states=states)
+        except Exception as exc:  # noqa: BLE001 - a metric must never fail a run
+            self.logger.error("the plan's metrics were not computed: %s", exc)
+            return None
+
     def finish(
         self,
         summary: RunSummary,
@@ -59,6 +73,11 @@ class RunRecord:
         """The run's last records: the run_finished event, then its marker (from the states the
         run read at its end and their view, if it has them)."""
         data = summary.model_dump()
+        if self.boundary is not None:
+            data["boundary"] = self.boundary.end(self.ledger, self.run_id)
+        metrics = self.metrics(states)
+        if metrics is not None:
+            data["metrics"] = metrics
         self.ledger.append(
             ProgressEvent(
                 plan_id=self.spec.plan_id,

@@ -20,8 +20,8 @@ class CompletedStepsGuard(GuardBase):
         verdicts: list[tuple[str, Verdict]] = []
         for step in ctx.plan.steps:
             st = ctx.states.get(step.id)
-            if st is None or st.status != "completed":
-                continue
+            if st is None or st.status != "completed" or st.skipped is not None:
+                continue  # a skipped step has no result and ran no definition
             if st.def_hash and st.def_hash != hashes[step.id]:
                 verdict = Verdict(
                     "review",

@@ -32,7 +32,7 @@ class OutputsGuard(GuardBase):
         states = ctx.states
         for step in ctx.plan.steps:
             st = states.get(step.id)
-            if st is None or st.status != "completed" or not st.outputs:
+            if st is None or st.status != "completed" or not st.outputs or st.skipped:
                 continue
             watched = [p for p in st.outputs if p not in step.mutable_outputs]
             current = hash_outputs(ctx.workdir, watched)

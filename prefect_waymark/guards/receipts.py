@@ -25,8 +25,8 @@ class ReceiptConsistencyGuard(GuardBase):
         verdicts: list[tuple[str, Verdict]] = []
         for step in action_steps:
             st = states.get(step.id)
-            if st is None or st.status != "completed":
-                continue
+            if st is None or st.status != "completed" or st.skipped is not None:
+                continue  # a skipped step did not act: it has no receipt to have
             mine = [r for r in receipts if r.step_id == step.id and r.action == step.action]
             if any(r.state == "applied" for r in mine):
                 continue

@@ -313,6 +313,7 @@ def _stop(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
                 open_steps.append((sid, items))
             elif (
                 st.status == StepStatus.completed
+                and st.skipped is None  # `waymark skip` asks for no evidence
                 and st.executor == d.executor
                 and _after(st.completed_at, s.started_at)
             ):

@@ -71,16 +71,24 @@ class RunBoundaryData(TypedDict, total=False):
     """Where a run started and ended, and what it changed in the workdir beyond its declared
     outputs (:mod:`prefect_waymark.boundary`)."""
 
-    seq_start: int | None  # the ledger's last sequence number before the run's first event
-    seq_end: int | None  # the run's last event
-    git: dict[str, Any] | None  # {before, after, dirty_before, dirty_after}; None: not a repo
+    seq_start: int | None  # the plan's last ledger seq before the run's first event
+    seq_end: int | None  # the plan's last seq before run_finished (the run's range ends there)
+    # {root, before, after, dirty_before, dirty_after}; None: not a repo (or git cannot tell)
+    git: dict[str, Any] | None
     created: list[str]
     modified: list[str]
     deleted: list[str]
     temporary: list[str]  # created and deleted within the run
-    between_runs: dict[str, list[str]]  # {created, modified, deleted} that no run made
+    # {created, modified, deleted} since the last run's end that no run made; None: no manifest
+    between_runs: dict[str, list[str]] | None
+    previous_run: str | None  # the run whose end manifest between_runs compares with
+    counts: dict[str, int]  # each list's full length (the lists keep 1,000 paths)
     manifest_files: int
     truncated: bool
+    looks: int  # looks at the workdir after steps (what temporary files are seen by)
+    looks_skipped: int  # looks left out to keep them under a tenth of the run's time
+    seconds: float  # what taking the boundary cost this run
+    errors: list[str]  # boundary problems (never fatal to the run)
 
 
 class _RunFinishedRequired(TypedDict):
@@ -112,7 +120,7 @@ class RunFinishedData(_RunFinishedRequired, total=False):
     metrics: dict[str, Any]
 
 
-class MarkerWrittenData(TypedDict):
+class _MarkerWrittenRequired(TypedDict):
     """A run's execution marker (:func:`~prefect_waymark.markers.build_marker`)."""
 
     plan_id: str
@@ -135,6 +143,14 @@ class MarkerWrittenData(TypedDict):
     marker_file: str | None
     ledger_id: str | None  # schema 2 on: the identity of the ledger that holds the run
     ledger: str  # that ledger's URL, its password masked
+
+
+class MarkerWrittenData(_MarkerWrittenRequired, total=False):
+    """A run's execution marker; with the value of each metric the run ended with, and the
+    run's execution boundary (from its run_finished event)."""
+
+    metrics: dict[str, Any]
+    boundary: RunBoundaryData | None
 
 
 class StepStartedData(TypedDict):
@@ -331,14 +347,20 @@ class StepSkippedData(_Reason):
     by: str
 
 
-class PlanClosedData(_Reason):
-    """``waymark close``: the plan is archived; runs refuse it. ``evidence`` holds each exit
-    condition's evidence by id, ``acceptance`` each contract acceptance item's."""
-
+class _PlanClosed(_Reason):
     by: str
     forced: bool
     evidence: dict[str, str]
     acceptance: dict[str, str]
+
+
+class PlanClosedData(_PlanClosed, total=False):
+    """``waymark close``: the plan is archived; runs refuse it. ``evidence`` holds each exit
+    condition's evidence by id, ``acceptance`` each contract acceptance item's; a forced close
+    lists what was ``unmet``; ``contract`` is the contract's identity (goal, version, hash)."""
+
+    unmet: list[str]
+    contract: dict[str, Any]
 
 
 class PlanRenamedData(TypedDict, total=False):

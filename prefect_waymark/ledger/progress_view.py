@@ -32,6 +32,8 @@ class StepView(BaseModel):
     open_actions: list[dict[str, Any]] = Field(
         default_factory=list, description="Actions whose intent has no receipt: outcome unknown."
     )
+    #: ``waymark skip``'s reason: the step is completed without running (no result, no outputs).
+    skipped: str | None = None
 
 
 class PlanView(BaseModel):
@@ -69,7 +71,13 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
             on = states.get(st.blocked_on)
             if on is not None and on.status == StepStatus.completed:  # what it waited for: done
                 status = StepStatus.pending
-        changed = bool(st and status == "completed" and st.def_hash and st.def_hash != hashes[sid])
+        changed = bool(
+            st
+            and status == "completed"
+            and st.skipped is None  # a skipped step has no result a new definition would change
+            and st.def_hash
+            and st.def_hash != hashes[sid]
+        )
         blockers = [
             d for d in spec.depends_on if views[d].status in ("failed", "needs_review", "blocked")
         ]
@@ -93,6 +101,7 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
             definition_changed=changed,
             receipts=list(st.receipts) if st else [],
             open_actions=list(st.open_actions.values()) if st else [],
+            skipped=st.skipped if st else None,
         )
     ordered = [views[s.id] for s in plan.steps]
     current = {v.branch: v.id for v in ordered if v.status == "in_progress"}

@@ -18,6 +18,7 @@ from ._tables import EventRow, HoldRow, MetaRow, StepRow, metadata
 from .base import Hold, Ledger, event_kind, this_host
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
+from .plan_archive import PlanArchive
 from .plan_rename import PlanRenames, refuse_if_renamed
 from .receipts import SqlReceipts
 from .schema import (
@@ -134,7 +135,7 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
-class SqlLedger(SqlReceipts, PlanRenames, Ledger):
+class SqlLedger(SqlReceipts, PlanRenames, PlanArchive, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:

@@ -17,11 +17,13 @@ from urllib.parse import quote, unquote
 from ..errors import LedgerError, LedgerNotFound
 from .base import Hold
 from .events import EventKind, ProgressEvent
+from .receipt_records import ReceiptRecord
 from .schema import (
     EVENTS,
     HOLDS,
     LEDGER_ID_KEY,
     META,
+    RECEIPTS,
     SCHEMA_VERSION_KEY,
     STEPS,
     check_schema_version,
@@ -106,6 +108,16 @@ class SqliteReader:
     def holds(self, plan_id: str) -> list[Hold]:
         rows = self._conn.execute(HOLDS.select("plan_id = ?"), (plan_id,))
         return [Hold(*r) for r in rows]  # HOLDS's columns are Hold's fields, in order
+
+    def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
+        """Every receipt row of a plan (or of one step), oldest intent first: what
+        :meth:`~.receipts.SqlReceipts.receipts` returns (``waymark metrics`` counts them)."""
+        where, params = "plan_id = ?", [plan_id]
+        if step_id is not None:
+            where, params = where + " AND step_id = ?", [*params, step_id]
+        found = self._conn.execute(RECEIPTS.select(where), params)
+        rows = [ReceiptRecord.from_row(r) for r in found]
+        return sorted(rows, key=lambda r: (r.intent_at, r.key))
 
     def close(self) -> None:
         self._conn.close()

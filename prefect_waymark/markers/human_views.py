@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ledger.progress_view import PlanView
+from ..ledger.progress_view import PlanView, StepView
 from ..plan.spec import PlanSpec
 from .generated_files import GENERATED_LINE
 from .marker_file import MARKER_FILE
@@ -21,21 +21,48 @@ _BOX = {
 }
 
 
-def tasks_md(plan: PlanSpec, view: PlanView) -> str:
+def _closed_words(closed: dict[str, Any]) -> str:
+    """``closed on 2026-12-01 18:20 UTC by ann: done`` (a ``waymark close`` record)."""
+    when = str(closed.get("at") or "")[:16].replace("T", " ")
+    forced = " (forced)" if closed.get("forced") else ""
+    why = f": {closed['reason']}" if closed.get("reason") else ""
+    return f"closed{forced} on {when} UTC by {closed.get('by')}{why}"
+
+
+def _status_words(s: StepView) -> str:
+    return f"**skipped** ({s.skipped})" if s.skipped is not None else f"**{s.status}**"
+
+
+def tasks_md(plan: PlanSpec, view: PlanView, closed: dict[str, Any] | None = None) -> str:
     lines = [GENERATED_LINE, f"# Tasks — {plan.title or plan.plan_id}", ""]
+    if closed is not None:
+        lines += [f"The plan is {_closed_words(closed)}. Nothing is next.", ""]
     for s in view.steps:
         owner = f" (owner: {s.owner})" if s.owner else ""
         deps = f" — after {', '.join(s.depends_on)}" if s.depends_on else ""
         title = f": {s.title}" if s.title else ""
-        lines.append(f"- {_BOX.get(s.status, '[ ]')} `{s.id}`{title} — **{s.status}**{owner}{deps}")
+        box = "[s]" if s.skipped is not None else _BOX.get(s.status, "[ ]")
+        lines.append(f"- {box} `{s.id}`{title} — {_status_words(s)}{owner}{deps}")
     return "\n".join(lines) + "\n"
 
 
-def state_md(plan: PlanSpec, view: PlanView, last_marker: dict[str, Any] | None) -> str:
-    done = [s.id for s in view.steps if s.status == "completed"]
+def state_md(
+    plan: PlanSpec,
+    view: PlanView,
+    last_marker: dict[str, Any] | None,
+    closed: dict[str, Any] | None = None,
+) -> str:
+    done = [
+        f"{s.id} (skipped: {s.skipped})" if s.skipped is not None else s.id
+        for s in view.steps
+        if s.status == "completed"
+    ]
     not_done = [f"{s.id} ({s.status})" for s in view.steps if s.status != "completed"]
     problems = [f"{s.id}: {s.error}" for s in view.steps if s.status == "failed" and s.error]
     phase = "complete" if view.complete else (view.active_milestone or "in progress")
+    nxt = view.next_step or ("none — plan complete" if view.complete else "none")
+    if closed is not None:
+        phase, nxt = _closed_words(closed), "none — the plan is closed"
     lines = [
         GENERATED_LINE,
         f"# State — {plan.title or plan.plan_id}",
@@ -43,7 +70,7 @@ def state_md(plan: PlanSpec, view: PlanView, last_marker: dict[str, Any] | None)
         "## Summary",
         f"- plan: `{plan.plan_id}`",
         f"- phase: {phase}",
-        f"- next step: {view.next_step or ('none — plan complete' if view.complete else 'none')}",
+        f"- next step: {nxt}",
         f"- Latest execution record: {MARKER_FILE}",
     ]
     if last_marker is not None:
@@ -56,6 +83,11 @@ def state_md(plan: PlanSpec, view: PlanView, last_marker: dict[str, Any] | None)
     lines += ["", "## Known problems"] + ([f"- {p}" for p in problems] or ["- none"])
     lines += ["", "## Needs review"]
     lines += [f"- {r['step']}: {r.get('reason')}" for r in view.needs_review] or ["- none"]
+    if closed is not None:
+        lines += ["", "## Closed", f"- {_closed_words(closed)}"]
+        for item, text in {**closed.get("acceptance", {}), **closed.get("evidence", {})}.items():
+            lines.append(f"- evidence {item}: {text}")
+        lines += [f"- left unmet: {u}" for u in closed.get("unmet", [])]
     return "\n".join(lines) + "\n"
 
 

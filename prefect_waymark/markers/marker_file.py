@@ -46,8 +46,15 @@ def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
     return {**first, **{k: v for k, v in entry.items() if k not in first}}
 
 
-def marker_document(plan_id: str, history: list[dict[str, Any]]) -> str:
-    doc = {"plan_id": plan_id, "execution_history": [_ordered(e) for e in history]}
+def marker_document(
+    plan_id: str, history: list[dict[str, Any]], closed: dict[str, Any] | None = None
+) -> str:
+    """The file's text; a closed plan's (``waymark close``) says so and that nothing is next."""
+    doc: dict[str, Any] = {"plan_id": plan_id}
+    if closed is not None:
+        doc["closed"] = {k: closed.get(k) for k in ("at", "by", "reason", "forced")}
+        doc["next_start"] = {"step": None, "why": "the plan is closed"}
+    doc["execution_history"] = [_ordered(e) for e in history]
     body = json.dumps(doc, indent=2)
     # The first line says the file is generated (and is how waymark recognises its own file).
     return '{"generated_by": ' + json.dumps(_NOTE) + "," + body[1:] + "\n"
@@ -143,5 +150,7 @@ def verify_marker_file(
         )
 
 
-def write_marker_file(path: Path, plan_id: str, history: list[dict[str, Any]]) -> None:
-    atomic_write(path, marker_document(plan_id, history))
+def write_marker_file(
+    path: Path, plan_id: str, history: list[dict[str, Any]], closed: dict[str, Any] | None = None
+) -> None:
+    atomic_write(path, marker_document(plan_id, history, closed))

@@ -11,6 +11,7 @@ from ..ledger import Ledger
 from ..ledger.events import REF_EVENT_KINDS, EventKind, ProgressEvent
 from ..ledger.step_state import StepState
 from ..ledger.urls import shown_url
+from ..metrics import metric_values
 from ..models import GoalContract, contract_hash
 from ..plan.spec import PlanSpec
 
@@ -125,6 +126,11 @@ def build_marker(
         # refuses a run there (markers/marker_file.py).
         "ledger_id": ledger.ledger_id,
         "ledger": shown_url(ledger.url),
+        # Where the run started and ended and what it changed beyond its outputs (boundary/).
+        "boundary": summary.get("boundary"),
+        # The value of each metric as the run ended (metrics/); the whole metrics are in the
+        # run's run_finished event and `waymark metrics PLAN --json`.
+        "metrics": metric_values(summary.get("metrics")),
     }
 
 

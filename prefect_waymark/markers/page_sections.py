@@ -66,7 +66,9 @@ def acceptance_section(
         status = view.step(spec.id).status
         st = states.get(spec.id)
         for item in spec.acceptance:
-            if status == "completed":
+            if status == "completed" and st is not None and st.skipped is not None:
+                evidence, state = "", f"skipped: {cell(st.skipped, 120)}"
+            elif status == "completed":
                 evidence = _evidence(spec.id, states) or "step completed"
                 done = ago(st.completed_at, now) if st and st.completed_at else ""
                 state = f"met {done}".strip()
@@ -133,6 +135,8 @@ def steps_section(view: PlanView, states: Mapping[str, StepState], now: datetime
         for s in steps:
             st = states.get(s.id)
             note = first_line(s.error or s.review_reason, 120) if status != "completed" else ""
+            if s.skipped is not None:  # `waymark skip`: completed without running
+                note = "skipped: " + first_line(s.skipped, 110)
             if status == "blocked":
                 note = "waits for " + ", ".join(s.blocked_by)
             rows.append(

@@ -21,6 +21,7 @@ from ..models import GoalContract
 from ..plan.spec import PlanSpec
 from .human_time import ago, as_datetime, when
 from .markdown import cell, code, code_block, first_line, last_lines, link, quote, table
+from .page_metrics import metrics_section
 from .page_review import review_section
 from .page_sections import (
     acceptance_section,
@@ -191,6 +192,7 @@ def render_plan_page(page: PageInput) -> str:
     out += progress_section(plan, view)
     out += steps_section(view, page.states, now)
     out += receipts_section(view, now)
+    out += metrics_section([r.finished for r in runs])
     out += _runs_section(runs, page.ui_url, now)
     out += [
         "",

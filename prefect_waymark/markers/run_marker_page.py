@@ -10,6 +10,7 @@ from typing import Any
 
 from ..ledger.progress_view import PlanView
 from ..ledger.step_state import StepState
+from .boundary_section import boundary_section
 from .human_time import as_datetime, when
 from .markdown import cell, code, code_block, first_line, last_lines, link, quote, table
 from .plan_copy import PlanCopy, artifact_url, flow_run_url
@@ -102,6 +103,7 @@ def render_run_marker(
     out += _not_run_section(marker, view, skipped)
     out += _ran_section(marker, view)
     out += _receipts(marker, now)
+    out += boundary_section(marker)
     refs = marker.get("state_refs") or []
     if refs or marker.get("contract"):
         out += ["", "## What this run re-read", ""]
@@ -169,10 +171,20 @@ def _not_run_section(marker: Mapping[str, Any], view: PlanView, skipped: list[st
         out += [f"- {code(sid)} — {_why_not_run(sid, view, marker)}" for sid in rest[:_LISTED]]
         if len(rest) > _LISTED:
             out.append(f"- … and {len(rest) - _LISTED} more")
-    if skipped:
-        names = ", ".join(code(s) for s in skipped[:_LISTED])
-        more = f" and {len(skipped) - _LISTED} more" if len(skipped) > _LISTED else ""
+    left_out = [s for s in skipped if view.step(s).skipped is not None]  # `waymark skip`
+    done_before = [s for s in skipped if s not in left_out]
+    if done_before:
+        names = ", ".join(code(s) for s in done_before[:_LISTED])
+        more = f" and {len(done_before) - _LISTED} more" if len(done_before) > _LISTED else ""
         out += ["", f"Skipped as completed by earlier runs: {names}{more}."]
+    if left_out:
+        out += ["", "Left out on purpose (`waymark skip`):", ""]
+        out += [
+            f"- {code(s)} — {cell(first_line(view.step(s).skipped), 160)}"
+            for s in left_out[:_LISTED]
+        ]
+        if len(left_out) > _LISTED:
+            out.append(f"- … and {len(left_out) - _LISTED} more")
     return out
 
 

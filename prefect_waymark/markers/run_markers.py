@@ -49,13 +49,17 @@ def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> No
 
 
 def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path, view: PlanView | None) -> None:
+    from ..closing.closed import read_closed
+
     history = marker_history(ledger, plan.plan_id)
+    closed = read_closed(ledger, plan.plan_id)  # `waymark close`: the views say nothing is next
     if view is None:
         view = build_view(plan, ledger.step_states(plan.plan_id))
-    atomic_write(folder / "TASKS.md", tasks_md(plan, view))
+    atomic_write(folder / "TASKS.md", tasks_md(plan, view, closed))
     atomic_write(folder / "IMPLEMENTATION_LOG.md", implementation_log_md(plan, history, view))
-    write_marker_file(folder / MARKER_FILE, plan.plan_id, history)
-    atomic_write(folder / "STATE.md", state_md(plan, view, history[-1] if history else None))
+    write_marker_file(folder / MARKER_FILE, plan.plan_id, history, closed)
+    last = history[-1] if history else None
+    atomic_write(folder / "STATE.md", state_md(plan, view, last, closed))
 
 
 def write_views(plan: PlanSpec, ledger: Ledger, folder: Path) -> None:
@@ -109,6 +113,10 @@ def write_run_markers(
             publish_run_artifacts(marker, view, ledger, states)
         except Exception as exc:  # noqa: BLE001 - the UI copy must not fail the run
             logger.error("marker artifacts not published: %s", exc)
+        if summary.get("metrics"):  # the plan's metrics as a table (markers/metrics_artifact.py)
+            from .metrics_artifact import publish_metrics_table
+
+            publish_metrics_table(summary["metrics"], marker, ledger, logger)
         # The plan page's last version of this run: where the run left the plan.
         publish_plan_page(plan, ledger, marker["workdir"], marker["run_id"], states)
     return marker

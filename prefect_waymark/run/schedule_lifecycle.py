@@ -20,9 +20,12 @@ STANDS = "\n\nWhere it stands: "
 
 
 def _finished(result: str, ledger: Ledger, plan_id: str) -> str | None:
-    """``complete`` or ``aborted`` when the plan has nothing left to schedule; else ``None``."""
+    """``complete``, ``aborted`` or ``closed`` (``waymark close``) when the plan has nothing
+    left to schedule; else ``None``."""
     from ..review.decisions import abort_event
 
+    if result == "closed":
+        return "closed"
     if result == "completed":
         return "complete"
     if result in ("needs_review", "stopped") and abort_event(ledger, plan_id) is not None:

@@ -1,0 +1,148 @@
+"""The lines of an audit export (``waymark export --format jsonl``), schema version 1.
+
+One JSON object per line, each with a ``type``:
+
+- ``header`` (the first line, once): ``schema_version``, ``plan_id``, ``ledger_id`` and
+  ``ledger`` (the exported ledger's identity and URL, password masked), ``exported_at``,
+  ``exported_by`` (the prefect-waymark release), ``last_seq``, ``counts`` (``events`` — every
+  event line, markers included —, ``markers``, ``receipts``) and ``kinds`` (events per kind);
+- ``event``: one ledger event — ``seq``, ``kind``, ``step_id``, ``branch``, ``run_id``, ``at``
+  (ISO 8601, UTC), ``data`` (the kind's payload); in ``seq`` order;
+- ``marker``: a ``marker_written`` event (an execution marker), the same fields as ``event``;
+  it appears once, as this line (``jq 'select(.type == "marker")'`` lists the markers);
+- ``receipt``: one row of the receipts table (intent and receipt of an irreversible action):
+  the fields of :class:`~prefect_waymark.ledger.receipt_records.ReceiptRecord` but ``plan_id``
+  (the header's).
+
+Events then receipts; a field is always present (``null`` when empty).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt
+
+from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.receipt_records import ReceiptRecord
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Counts",
+    "EventLine",
+    "HeaderLine",
+    "event_line",
+    "header_line",
+    "receipt_line",
+]
+
+#: The version of the export's line format; a restore reads this version only.
+SCHEMA_VERSION = 1
+
+
+class Counts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    events: StrictInt = Field(ge=0)
+    markers: StrictInt = Field(ge=0)
+    receipts: StrictInt = Field(ge=0)
+
+
+class HeaderLine(BaseModel):
+    """The first line: what was exported, from where, when, and how many lines follow."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["header"]
+    schema_version: StrictInt
+    plan_id: str = Field(min_length=1, max_length=200)
+    ledger_id: str | None
+    ledger: str | None
+    exported_at: AwareDatetime
+    exported_by: str | None
+    last_seq: StrictInt = Field(ge=0)
+    counts: Counts
+    kinds: dict[str, StrictInt]
+
+
+class EventLine(BaseModel):
+    """An ``event`` or ``marker`` line."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["event", "marker"]
+    seq: StrictInt = Field(ge=1)
+    kind: EventKind
+    step_id: str | None = Field(max_length=200)
+    branch: str | None = Field(max_length=200)
+    run_id: str | None = Field(max_length=64)
+    at: AwareDatetime
+    data: dict[str, Any]
+
+    def to_event(self, plan_id: str) -> ProgressEvent:
+        return ProgressEvent(
+            seq=self.seq,
+            plan_id=plan_id,
+            kind=self.kind,
+            step_id=self.step_id,
+            branch=self.branch,
+            run_id=self.run_id,
+            at=self.at,
+            data=self.data,
+        )
+
+
+def _release() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"prefect-waymark {version('prefect-waymark')}"
+    except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
+        return None
+
+
+def header_line(
+    plan_id: str,
+    *,
+    ledger_id: str | None,
+    ledger: str | None,
+    exported_at: datetime,
+    last_seq: int,
+    kinds: dict[str, int],
+    receipts: int,
+) -> dict[str, Any]:
+    return {
+        "type": "header",
+        "schema_version": SCHEMA_VERSION,
+        "plan_id": plan_id,
+        "ledger_id": ledger_id,
+        "ledger": ledger,
+        "exported_at": exported_at.isoformat(),
+        "exported_by": _release(),
+        "last_seq": last_seq,
+        "counts": {
+            "events": sum(kinds.values()),
+            "markers": kinds.get(EventKind.marker_written.value, 0),
+            "receipts": receipts,
+        },
+        "kinds": kinds,
+    }
+
+
+def event_line(ev: ProgressEvent) -> dict[str, Any]:
+    marker = ev.kind == EventKind.marker_written
+    return {
+        "type": "marker" if marker else "event",
+        "seq": ev.seq,
+        "kind": EventKind(ev.kind).value,
+        "step_id": ev.step_id,
+        "branch": ev.branch,
+        "run_id": ev.run_id,
+        "at": ev.at.isoformat(),
+        "data": ev.data,
+    }
+
+
+def receipt_line(rec: ReceiptRecord) -> dict[str, Any]:
+    return {"type": "receipt", **rec.model_dump(mode="json", exclude={"plan_id"})}

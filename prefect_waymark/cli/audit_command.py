@@ -1,0 +1,228 @@
+"""``waymark export``, ``waymark replay`` and ``waymark restore``: a plan's history written out
+as JSON lines, its active view at a past point, and a ledger rebuilt from an export
+(:mod:`prefect_waymark.audit`)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ._common import fail, ledger_url_or_exit, load_or_exit, open_or_exit, workdir_for
+from .options import LedgerOpt, PlanArg, WorkdirOpt
+
+if TYPE_CHECKING:
+    from ..audit.replay import ReplayPoint
+    from ..ledger.events import ProgressEvent
+
+__all__ = ["export", "replay", "restore"]
+
+_FORMATS = ("jsonl",)
+
+
+def export(
+    plan: PlanArg,
+    format: Annotated[  # noqa: A002 - the option's name
+        str, typer.Option("--format", help="The export's format: jsonl (one JSON object a line).")
+    ] = "jsonl",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file (default: standard output)."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --output when it exists.")
+    ] = False,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Write every event, marker and receipt of the plan, one JSON object a line, header first.
+    Reads the ledger; writes nothing there."""
+    if format not in _FORMATS:
+        fail(f"--format {format!r}: not a format waymark exports; expected one of: jsonl")
+    spec = load_or_exit(plan)
+    if output is not None:
+        if output.is_dir():
+            fail(f"--output {output}: is a folder; name a file")
+        if not output.parent.is_dir():
+            fail(f"--output {output}: no such folder {output.parent}")
+        if output.exists() and not force:
+            fail(f"--output {output}: the file exists; add --force to replace it")
+    wd = workdir_for(spec, workdir)
+    led = open_or_exit(ledger, wd, create=False, plan=spec)
+    if led is None:
+        fail(f"plan {spec.plan_id!r} has no ledger in {wd}: nothing recorded, nothing to export")
+    from ..audit.export import export_lines, write_export, write_export_file
+    from ..ledger.plan_archive import PlanArchive
+
+    with led:
+        if not isinstance(led, PlanArchive):  # pragma: no cover - every ledger is a SqlLedger
+            fail(f"the ledger {led.url} cannot be exported")
+        lines = export_lines(led, spec.plan_id, ledger_id=led.ledger_id, url=led.url)
+        header = next(lines)
+        counts = header["counts"]
+        if not counts["events"]:
+            fail(f"plan {spec.plan_id!r} has no events in this ledger: nothing to export")
+        everything = itertools.chain([header], lines)
+        if output is None:
+            try:
+                write_export(everything, sys.stdout)
+                sys.stdout.flush()
+            except BrokenPipeError:  # `| head`: the reader has what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return
+        try:
+            write_export_file(everything, output)
+        except OSError as exc:
+            fail(f"--output {output}: cannot write it: {exc.strerror}")
+    print(
+        f"exported plan {spec.plan_id!r}: {counts['events']} events ({counts['markers']} "
+        f"markers), {counts['receipts']} receipts, up to seq {header['last_seq']}, to {output}",
+        file=sys.stderr,
+    )
+
+
+def replay(
+    plan: PlanArg,
+    at: Annotated[
+        str,
+        typer.Option(
+            "--at",
+            help="A ledger sequence number (42) or an ISO 8601 time with its timezone "
+            "(2026-12-01T09:30:00Z).",
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Show the plan's status as it was at one point of its history: what `waymark status`
+    showed then (without the deployment line, which is read live). Reads the ledger only."""
+    from ..audit.replay import events_until, fold_states, parse_point
+    from ..ledger.progress_view import build_view
+    from ._common import open_reader_or_exit
+    from .status_extras import last_event_in, ledger_extras, status_exit_code
+    from .status_output import print_json, print_table
+
+    try:
+        point = parse_point(at)
+    except ValueError as exc:
+        fail(f"--at: {exc}")
+    spec = load_or_exit(plan)
+    wd = workdir_for(spec, workdir)
+    led = open_reader_or_exit(ledger, wd, plan=spec)
+    events: list[ProgressEvent] = []
+    if led is not None:
+        with led:
+            events = led.events(spec.plan_id)
+    shown = events_until(events, point)
+    _say_where(point, events, shown, spec.plan_id)
+    extra, _deployment = ledger_extras(last_event_in(shown))
+    view = build_view(spec, fold_states(shown))
+    if as_json:
+        print_json(view, extra)
+    else:
+        last = shown[-1] if shown else None
+        print(
+            f"replayed at {point.describe()}: "
+            + (f"last event seq {last.seq}, {last.at.isoformat()}" if last else "no event yet")
+        )
+        print_table(view, extra)
+    raise typer.Exit(status_exit_code(view, extra))
+
+
+def _say_where(
+    point: ReplayPoint, events: list[ProgressEvent], shown: list[ProgressEvent], plan_id: str
+) -> None:
+    """A line on stderr when the point is before the plan's first event or after its last."""
+    if not events:
+        print(f"waymark: plan {plan_id!r} has no events: the view before any run", file=sys.stderr)
+    elif not shown:
+        first = events[0]
+        print(
+            f"waymark: before the first event of plan {plan_id!r} (seq {first.seq}, "
+            f"{first.at.isoformat()}): the view before any run",
+            file=sys.stderr,
+        )
+    elif len(shown) == len(events):
+        last = events[-1]
+        print(
+            f"waymark: at or after the last event of plan {plan_id!r} (seq {last.seq}, "
+            f"{last.at.isoformat()}): the current view",
+            file=sys.stderr,
+        )
+
+
+def restore(
+    export_file: Annotated[Path, typer.Argument(help="An export written by `waymark export`.")],
+    ledger: LedgerOpt = None,
+    workdir: WorkdirOpt = None,
+    keep_identity: Annotated[
+        bool,
+        typer.Option(
+            "--keep-identity",
+            help="Take the exported ledger's identity (ledger_id), so the workdir's markers "
+            "match: for a ledger that replaces a lost one. Only into a ledger with no history.",
+        ),
+    ] = False,
+) -> None:
+    """Rebuild a plan's history in a ledger from an export: its events (same order, times, runs,
+    data), receipts and active view, in one transaction. Every line is checked first; a ledger
+    that already has the plan is refused. Nothing is written when refused."""
+    from ..audit.restore import read_export
+    from ..errors import ExportFileError, LedgerError
+    from ..ledger import open_ledger
+    from ..ledger.plan_archive import PlanArchive
+    from ..ledger.sqlite_reader import sqlite_path
+    from ..ledger.urls import shown_url
+
+    try:
+        contents = read_export(export_file)
+    except ExportFileError as exc:
+        fail(str(exc))
+    wd = workdir_for_restore(workdir)
+    url = ledger_url_or_exit(ledger, wd, None)
+    path = sqlite_path(url)
+    new_file = path is not None and not path.exists()
+    header = contents.header
+    try:
+        led = open_ledger(url, create=True)
+    except LedgerError as exc:
+        fail(str(exc))
+    try:
+        with led:
+            if not isinstance(led, PlanArchive):  # pragma: no cover - every ledger is one
+                fail(f"the ledger {shown_url(url)} cannot be restored into")
+            counts = led.restore_plan(
+                header.plan_id,
+                contents.events,
+                contents.receipts,
+                ledger_id=header.ledger_id if keep_identity else None,
+            )
+    except LedgerError as exc:
+        if new_file and path is not None:  # refused: leave no empty ledger behind
+            for leftover in (
+                path,
+                path.with_name(path.name + "-wal"),
+                path.with_name(path.name + "-shm"),
+            ):
+                leftover.unlink(missing_ok=True)
+        fail(f"{export_file}: {exc}; nothing written")
+    shift = counts["seq_offset"]
+    print(
+        f"restored plan {header.plan_id!r} into {shown_url(url)}: {counts['events']} events "
+        f"({header.counts.markers} markers), {counts['steps']} steps, {counts['receipts']} "
+        "receipts"
+        + (f"; every seq moved up by {shift} (the ledger had used those numbers)" if shift else "")
+        + f". Read it with `waymark status <plan file> --ledger {shown_url(url)}`"
+    )
+
+
+def workdir_for_restore(workdir: Path | None) -> Path:
+    """``--workdir`` (which must exist), else the current folder: where the default ledger is."""
+    if workdir is not None and not workdir.is_dir():
+        fail(f"--workdir {workdir}: no such folder")
+    return (workdir or Path.cwd()).resolve()

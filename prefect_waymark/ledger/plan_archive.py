@@ -1,0 +1,213 @@
+"""A plan's whole history read out of a ledger (``waymark export``) and written into another one
+(``waymark restore``), the writing in one transaction.
+
+Reading: :meth:`PlanArchive.archive_snapshot` takes, in one read, the plan's last ``seq``, its
+event counts and its receipt rows; :meth:`PlanArchive.event_page` then reads the events up to that
+``seq`` page by page (events are append-only, so the pages are that snapshot's events, whatever
+is appended meanwhile).
+
+Writing: :meth:`PlanArchive.restore_plan` inserts the events with their ``seq`` (shifted by one
+offset, in order, when the ledger already uses those numbers), times, runs and data, the receipt
+rows with their keys, folds the projection from the inserted events (:func:`.apply_event`, as
+:meth:`~.SqlLedger.rebuild` does) and, for a plan that was renamed away, the rename's meta row.
+Refused (nothing written) when the ledger already has an event or a receipt of the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Connection
+
+from ..errors import LedgerError
+from ._tables import EventRow, MetaRow, ReceiptRow, StepRow
+from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
+from .plan_rename import renamed_to
+from .receipt_records import ReceiptRecord
+from .schema import EVENTS, LEDGER_ID_KEY, event_from_row, event_values
+from .step_state import StepState, apply_event
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from sqlalchemy.engine import Engine
+
+__all__ = ["ArchiveSnapshot", "PlanArchive"]
+
+_ev = EventRow.__table__  # type: ignore[attr-defined]
+_steps = StepRow.__table__  # type: ignore[attr-defined]
+_rc = ReceiptRow.__table__  # type: ignore[attr-defined]
+_meta = MetaRow.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ArchiveSnapshot:
+    """What an export starts from: the plan's last ``seq``, its events by kind, its receipts."""
+
+    last_seq: int
+    first_seq: int
+    kinds: dict[str, int]
+    receipts: list[ReceiptRecord]
+
+    @property
+    def event_count(self) -> int:
+        return sum(self.kinds.values())
+
+
+class PlanArchive:
+    """Export and restore of :class:`~prefect_waymark.ledger.SqlLedger` (mixed into it)."""
+
+    _engine: Engine
+    ledger_id: str | None
+
+    if TYPE_CHECKING:  # provided by SqlLedger / SqlReceipts
+
+        def _write(self) -> AbstractContextManager[Connection]: ...
+
+    # -- reading -------------------------------------------------------------------------
+    def archive_snapshot(self, plan_id: str) -> ArchiveSnapshot:
+        """The plan's last and first ``seq``, event count per kind and receipt rows, in one
+        read transaction."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                select(_ev.c.kind, func.count(), func.min(_ev.c.seq), func.max(_ev.c.seq))
+                .where(_ev.c.plan_id == plan_id)
+                .group_by(_ev.c.kind)
+            ).all()
+            receipts = [
+                ReceiptRecord.from_row(r)
+                for r in conn.execute(select(_rc).where(_rc.c.plan_id == plan_id))
+            ]
+        return ArchiveSnapshot(
+            last_seq=max((int(r[3]) for r in rows), default=0),
+            first_seq=min((int(r[2]) for r in rows), default=0),
+            kinds={str(r[0]): int(r[1]) for r in sorted(rows, key=lambda r: str(r[0]))},
+            receipts=sorted(receipts, key=lambda r: (r.intent_at, r.key)),
+        )
+
+    def event_page(
+        self, plan_id: str, *, after_seq: int, upto_seq: int, limit: int = 2000
+    ) -> list[ProgressEvent]:
+        """At most ``limit`` events of the plan with ``after_seq < seq <= upto_seq``, in order."""
+        q = (
+            select(_ev)
+            .where(_ev.c.plan_id == plan_id, _ev.c.seq > after_seq, _ev.c.seq <= upto_seq)
+            .order_by(_ev.c.seq)
+            .limit(limit)
+        )
+        with self._engine.connect() as conn:
+            return [event_from_row(r) for r in conn.execute(q)]
+
+    # -- writing -------------------------------------------------------------------------
+    def restore_plan(
+        self,
+        plan_id: str,
+        events: Sequence[ProgressEvent],
+        receipts: Sequence[ReceiptRecord],
+        *,
+        ledger_id: str | None = None,
+    ) -> dict[str, int]:
+        """Write a plan's exported history into this ledger, in one transaction; return the
+        counts (``events``, ``steps``, ``receipts``) and ``seq_offset`` (what was added to each
+        ``seq``: 0 unless the ledger already used those numbers).
+
+        ``ledger_id``: take that identity (the exported ledger's), allowed only into a ledger
+        that has no event and no receipt at all. Raises :class:`LedgerError` with the reason
+        when refused; then nothing was written.
+        """
+        if not events:
+            raise LedgerError(f"the export of plan {plan_id!r} has no event: nothing to restore")
+        with self._write() as conn:
+            if conn.dialect.name == "postgresql":  # appends wait: the seq numbers stay ours
+                for table in (_ev.name, _rc.name, _steps.name):
+                    conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            self._check_restore(conn, plan_id, receipts, adopt=ledger_id is not None)
+            top = int(conn.execute(select(func.coalesce(func.max(_ev.c.seq), 0))).scalar_one())
+            first = min(e.seq or 0 for e in events)
+            offset = top - first + 1 if first <= top else 0
+            rows = [{"seq": (e.seq or 0) + offset, **event_values(e)} for e in events]
+            conn.execute(insert(_ev), rows)
+            if conn.dialect.name == "postgresql":  # the next append continues after ours
+                conn.exec_driver_sql(
+                    f"SELECT setval(pg_get_serial_sequence('{EVENTS.name}', 'seq'), "
+                    f"(SELECT max(seq) FROM {EVENTS.name}))"
+                )
+            steps = self._fold_restored(conn, events, offset)
+            for rec in receipts:
+                conn.execute(insert(_rc).values(**rec.row_values()))
+            renamed = [e for e in events if e.kind == EventKind.plan_renamed]
+            to = renamed_to(renamed[-1] if renamed else None)
+            if to is not None:  # a run under the old id is refused, as in the source ledger
+                conn.execute(insert(_meta).values(key=f"renamed:{plan_id}"[:64], value=to[:256]))
+            if ledger_id is not None:
+                conn.execute(
+                    update(_meta).where(_meta.c.key == LEDGER_ID_KEY).values(value=ledger_id)
+                )
+        if ledger_id is not None:
+            self.ledger_id = ledger_id
+        return {
+            "events": len(rows),
+            "steps": steps,
+            "receipts": len(receipts),
+            "seq_offset": offset,
+        }
+
+    @staticmethod
+    def _check_restore(
+        conn: Connection, plan_id: str, receipts: Sequence[ReceiptRecord], *, adopt: bool
+    ) -> None:
+        n = int(
+            conn.execute(
+                select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
+            ).scalar_one()
+        )
+        if n:
+            raise LedgerError(
+                f"plan {plan_id!r} already has {n} event(s) in this ledger: a restore never "
+                "merges two histories; restore into a new ledger (--ledger URL)"
+            )
+        keys = [r.key for r in receipts]
+        taken = conn.execute(
+            select(_rc.c.key).where((_rc.c.plan_id == plan_id) | _rc.c.key.in_(keys)).limit(1)
+        ).first()
+        if taken is not None:
+            raise LedgerError(
+                f"this ledger already has a receipt row with key {taken.key!r} (or of plan "
+                f"{plan_id!r}): restore into a new ledger (--ledger URL)"
+            )
+        if adopt:
+            others = conn.execute(select(func.count()).select_from(_ev)).scalar_one()
+            held = conn.execute(select(func.count()).select_from(_rc)).scalar_one()
+            if others or held:
+                raise LedgerError(
+                    "--keep-identity takes the exported ledger's identity, which only a ledger "
+                    f"with no history can do; this one has {others} event(s) and {held} "
+                    "receipt row(s) of other plans: restore without --keep-identity"
+                )
+
+    @staticmethod
+    def _fold_restored(conn: Connection, events: Sequence[ProgressEvent], offset: int) -> int:
+        states: dict[str, StepState] = {}
+        last: dict[str, int] = {}
+        for ev in events:
+            if ev.kind not in STEP_EVENT_KINDS or ev.step_id is None:
+                continue
+            seq = (ev.seq or 0) + offset
+            states[ev.step_id] = apply_event(
+                states.get(ev.step_id), ev.model_copy(update={"seq": seq})
+            )
+            last[ev.step_id] = seq
+        plan_id = events[0].plan_id
+        for step_id, st in states.items():
+            conn.execute(
+                insert(_steps).values(
+                    plan_id=plan_id,
+                    step_id=step_id,
+                    last_seq=last[step_id],
+                    state=st.model_dump_json(),
+                )
+            )
+        return len(states)
