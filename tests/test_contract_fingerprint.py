@@ -44,6 +44,11 @@ def test_the_ledger_records_the_same_fingerprint() -> None:
         "status": "accepted",
         "hash": WEEKLY_HASH,
         "source": "plan",
+        # The items by id: a contract block's items are known to the history (metrics, close).
+        "items": {
+            "acceptance": {"A1": "totals match the ledger"},
+            "exit_conditions": {"E1": "report published"},
+        },
     }
 
 

@@ -45,13 +45,18 @@ def load_accepted(ledger: Ledger, plan_id: str) -> AcceptedState:
 
 
 def contract_record(contract: GoalContract, source: str) -> dict[str, Any]:
-    """What the ledger keeps of a contract: identity, version, status and content hash."""
+    """What the ledger keeps of a contract: identity, version, status and content hash, and
+    its items by id (so the metrics and the history know a contract block's items)."""
     return {
         "goal_id": contract.goal_id,
         "version": contract.version,
         "status": contract.status,
         "hash": contract_hash(contract),
         "source": source,
+        "items": {
+            "acceptance": contract.acceptance_items(),
+            "exit_conditions": contract.exit_items(),
+        },
     }
 
 

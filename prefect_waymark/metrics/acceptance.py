@@ -4,8 +4,9 @@ over all steps; and the contract's acceptance items that have evidence.
 An item has evidence when a completed (not skipped) step that serves it recorded some, or the
 plan's close gave it (:func:`~.evidence.contract_evidence`, with the ``plan_closed`` event's
 ``acceptance`` and ``evidence`` as what was given). The contract is the one the caller read (a
-run's re-read contract block), else the plan file's inline one; the ledger keeps only a
-contract's identity (goal, version, hash), not its items, so without either the items count 0.
+run's re-read contract block), else the plan file's inline one, else the last one the ledger
+accepted (its record keeps the items by id); a record written before the ledger kept items has
+only the contract's identity, and then the items count 0.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ledger.events import EventKind, ProgressEvent
+from ..models import ContractItem, GoalContract
 from .base import Metric, MetricInput, capped, ratio
 from .evidence import contract_evidence
 
@@ -51,9 +53,13 @@ class AcceptanceCoverage(Metric):
             "contract": None,
         }
         missing: list[str] = []
-        if g.contract is not None:
-            items = list(g.contract.acceptance_items())
-            found = contract_evidence(g.spec, g.contract, g.states, self.given_evidence)
+        contract, source = g.contract, g.contract_source
+        if contract is None and self.recorded is not None:
+            contract = recorded_contract(self.recorded)
+            source = f"ledger ({self.recorded.get('source') or 'as last read'})"
+        if contract is not None:
+            items = list(contract.acceptance_items())
+            found = contract_evidence(g.spec, contract, g.states, self.given_evidence)
             with_evidence = [i for i in items if found.get(i)]
             missing = [i for i in items if not found.get(i)]
             out.update(
@@ -61,18 +67,41 @@ class AcceptanceCoverage(Metric):
                 items_with_evidence=len(with_evidence),
                 items_rate=ratio(len(with_evidence), len(items)),
                 contract={
-                    "goal_id": g.contract.goal_id,
-                    "version": g.contract.version,
-                    "source": g.contract_source,
+                    "goal_id": contract.goal_id,
+                    "version": contract.version,
+                    "source": source,
                 },
             )
         elif self.recorded is not None:
             out["contract"] = {
                 "goal_id": self.recorded.get("goal_id"),
                 "version": self.recorded.get("version"),
-                "source": "ledger (identity only: its items are not recorded)",
+                "source": "ledger (identity only: recorded before items were kept)",
             }
         detail = [f"item {i}: no evidence" for i in missing]
         detail += [f"step {s}: serves nothing" for s in unlinked]
         out.update(capped(detail))
         return out
+
+
+def recorded_contract(rec: dict[str, Any]) -> GoalContract | None:
+    """The contract the ledger recorded last, rebuilt from its items; None for a record written
+    before the ledger kept them (identity and hash only)."""
+    items = rec.get("items")
+    if not isinstance(items, dict):
+        return None
+    try:
+        return GoalContract(
+            goal_id=str(rec.get("goal_id") or "?"),
+            objective="",
+            acceptance=[
+                ContractItem(id=str(k), text=str(v))
+                for k, v in (items.get("acceptance") or {}).items()
+            ],
+            exit_conditions=[
+                ContractItem(id=str(k), text=str(v))
+                for k, v in (items.get("exit_conditions") or {}).items()
+            ],
+        )
+    except ValueError:  # a damaged record: no items rather than a failed metric
+        return None
