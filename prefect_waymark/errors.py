@@ -14,7 +14,8 @@ WaymarkError
 │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
 │   ├── BranchBusyError       another run holds the branch's single in_progress slot
 │   ├── TransitionError       a status change the progress rules do not allow
-│   └── ReceiptConflictError  a receipt's row is not in the state its caller holds
+│   ├── ReceiptConflictError  a receipt's row is not in the state its caller holds
+│   └── PlanClosedError       the plan was closed (`waymark close`): no new work is recorded
 ├── StepError                 a step failed (its command exited non-zero, its callable raised)
 │   ├── ShellStepError        a ``run:`` command exited non-zero; carries the output's tail
 │   ├── ForbiddenActionError  a step tried an action the goal contract forbids
@@ -28,7 +29,6 @@ WaymarkError
 ├── CheckinError              a check-in (`waymark start`, `done`, ...) the ledger refuses (exit 2)
 ├── CheckinStopped            re-anchoring at a check-in stopped or refused the step (exit 4)
 ├── CloseError                a skip or close the plan's state or the input does not allow (exit 2)
-├── PlanClosedError           the plan was closed (`waymark close`): runs and check-ins refuse it
 ├── HookPlanInvalid           the plan a hook answers for has problems (one line, the first)
 ├── ShellTooDeep              a command a hook reads nests too deep to be read (also a ValueError)
 └── ShellUnclosed             a command a hook reads has a quote or substitution never closed
@@ -345,9 +345,10 @@ class CloseError(WaymarkError):
     recorded."""
 
 
-class PlanClosedError(WaymarkError):
+class PlanClosedError(LedgerError):
     """The plan was closed (``waymark close``): runs, resumes, skips and check-ins refuse it
-    (exit 2). Carries the ``plan_closed`` record (``at``, ``by``, ``reason``)."""
+    (exit 2), and the ledger records no new work for it (a step start, skip, rerun request or
+    action intent). Carries the ``plan_closed`` record (``at``, ``by``, ``reason``)."""
 
     def __init__(self, message: str, record: dict[str, Any] | None = None) -> None:
         self.record = dict(record or {})

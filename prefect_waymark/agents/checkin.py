@@ -158,6 +158,15 @@ def start_step(
     return f"started step {step_id} as {executor} (branch {step.branch}; hold renewed by tick)"
 
 
+def _utf8(text: str) -> bool:
+    """``text`` holds no lone surrogate (how Python reads a file name that is not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _who(run_id: str | None) -> str:
     if run_id and run_id.startswith("agent:"):
         return f"executor {run_id.removeprefix('agent:')!r}"
@@ -253,6 +262,11 @@ def done_step(
     for p in given.outputs:
         if Path(p).is_absolute() or ".." in Path(p).parts:
             raise CheckinError(f"--output {p!r}: expected a path inside the workdir {workdir}")
+        if not _utf8(p):
+            raise CheckinError(
+                f"--output {p!r}: expected a file name in UTF-8 (the ledger's events are); "
+                "rename the file"
+            )
     hashes = hash_outputs(workdir, paths)
     absent = [p for p, h in hashes.items() if h == ABSENT]
     if absent:
@@ -363,7 +377,11 @@ def tick_step(
     step = _step(plan, step_id)
     _held_by(plan, ledger, step, executor, "tick")
     run_id = agent_run_id(executor)
-    ledger.renew(run_id, lease_seconds)
+    if not ledger.renew(run_id, lease_seconds):  # the step is ours, but no hold row is
+        raise CheckinError(
+            f"step {step.id}: no hold of branch {step.branch} by {_who(run_id)} in this ledger "
+            "to renew; nothing renewed"
+        )
     if count % max(1, every):
         return None
     reading = reanchor(plan, ledger, workdir, run_id, step, point="tick")

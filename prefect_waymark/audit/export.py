@@ -9,13 +9,13 @@ import tempfile
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from ..ledger.plan_archive import PlanArchive
 from ..ledger.urls import shown_url
 from .records import event_line, header_line, receipt_line
 
-__all__ = ["export_lines", "write_export", "write_export_file"]
+__all__ = ["encode_line", "export_lines", "write_export", "write_export_file"]
 
 _PAGE = 2000
 
@@ -52,12 +52,22 @@ def export_lines(
         yield receipt_line(rec)
 
 
-def write_export(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
-    """Write each line as one JSON object; return how many lines were written."""
+def encode_line(line: dict[str, Any]) -> bytes:
+    """One line as UTF-8 JSON and its newline. A string no UTF-8 can hold (a lone surrogate, as
+    Python reads a file name that is not UTF-8) is written as its JSON escape (``\\udcff``):
+    the export is UTF-8 whatever the ledger holds, and reads back to the same string."""
+    text = json.dumps(line, ensure_ascii=False, default=str)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(line, ensure_ascii=True, default=str).encode("ascii") + b"\n"
+
+
+def write_export(lines: Iterator[dict[str, Any]], out: BinaryIO) -> int:
+    """Write each line as one JSON object (UTF-8); return how many lines were written."""
     n = 0
     for line in lines:
-        out.write(json.dumps(line, ensure_ascii=False, default=str))
-        out.write("\n")
+        out.write(encode_line(line))
         n += 1
     return n
 
@@ -67,7 +77,7 @@ def write_export_file(lines: Iterator[dict[str, Any]], path: Path) -> int:
     never sees half an export, and a failure leaves no file behind."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with os.fdopen(fd, "wb") as out:
             n = write_export(lines, out)
             out.flush()
             os.fsync(out.fileno())

@@ -20,18 +20,30 @@ Events then receipts; a field is always present (``null`` when empty).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+)
 
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.receipt_records import ReceiptRecord
+from ..ledger.receipt_records import ReceiptRecord, ReceiptState
+from ..ledger.restored_refs import SEQ_MAX
+from ..plan.spec import ID_MAX, ID_PATTERN
 
 __all__ = [
     "SCHEMA_VERSION",
     "Counts",
     "EventLine",
     "HeaderLine",
+    "ReceiptLine",
     "event_line",
     "header_line",
     "receipt_line",
@@ -39,6 +51,29 @@ __all__ = [
 
 #: The version of the export's line format; a restore reads this version only.
 SCHEMA_VERSION = 1
+
+
+def _text(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 time with its timezone, as a string")
+    return value
+
+
+def _aware(value: str) -> str:
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("expected an ISO 8601 time with its timezone") from None
+    if when.utcoffset() is None:
+        raise ValueError("expected an ISO 8601 time with its timezone (this one has none)")
+    return value
+
+
+#: A time: an ISO 8601 string with its timezone (not a number: no guessing of its unit).
+Time = Annotated[AwareDatetime, BeforeValidator(_text)]
+#: The same, kept as the text it was (the receipts table stores its times as text).
+TimeText = Annotated[StrictStr, AfterValidator(_aware)]
+Seq = Annotated[StrictInt, Field(ge=1, le=SEQ_MAX)]
 
 
 class Counts(BaseModel):
@@ -56,12 +91,12 @@ class HeaderLine(BaseModel):
 
     type: Literal["header"]
     schema_version: StrictInt
-    plan_id: str = Field(min_length=1, max_length=200)
-    ledger_id: str | None
+    plan_id: str = Field(pattern=ID_PATTERN, max_length=ID_MAX)
+    ledger_id: str | None = Field(min_length=1, max_length=256)
     ledger: str | None
-    exported_at: AwareDatetime
+    exported_at: Time
     exported_by: str | None
-    last_seq: StrictInt = Field(ge=0)
+    last_seq: StrictInt = Field(ge=0, le=SEQ_MAX)
     counts: Counts
     kinds: dict[str, StrictInt]
 
@@ -72,12 +107,12 @@ class EventLine(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["event", "marker"]
-    seq: StrictInt = Field(ge=1)
+    seq: Seq
     kind: EventKind
     step_id: str | None = Field(max_length=200)
     branch: str | None = Field(max_length=200)
     run_id: str | None = Field(max_length=64)
-    at: AwareDatetime
+    at: Time
     data: dict[str, Any]
 
     def to_event(self, plan_id: str) -> ProgressEvent:
@@ -91,6 +126,37 @@ class EventLine(BaseModel):
             at=self.at,
             data=self.data,
         )
+
+
+class ReceiptLine(BaseModel):
+    """A ``receipt`` line: every field of a receipts row (``null`` where empty) but
+    ``plan_id``, within the table's column sizes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["receipt"]
+    key: str = Field(min_length=1, max_length=400)
+    step_id: str = Field(max_length=200)
+    action: str = Field(max_length=200)
+    state: ReceiptState
+    run_id: str = Field(max_length=64)
+    token: str
+    claims: StrictInt = Field(ge=0, le=SEQ_MAX)
+    intent_at: TimeText
+    intent_by: str | None
+    host: str | None
+    pid: StrictInt | None
+    outcome: str | None
+    external_id: str | None
+    response_hash: str | None
+    result: Any
+    settled_at: TimeText | None
+    settled_by: str | None
+    source: str | None
+    note: str | None
+
+    def to_record(self, plan_id: str) -> ReceiptRecord:
+        return ReceiptRecord(plan_id=plan_id, **self.model_dump(exclude={"type"}))
 
 
 def _release() -> str | None:

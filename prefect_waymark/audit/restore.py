@@ -1,7 +1,8 @@
 """``waymark restore``: a ledger rebuilt from an audit export.
 
 Every line is read and checked first (:func:`read_export`: the header's ``schema_version``, each
-line's type and fields, ``seq`` rising, the header's counts): a bad line is an
+line's type and fields within the ledger's column sizes, the order — header, events in rising
+``seq``, receipts —, the header's counts and kinds; empty lines only at the end): a bad line is an
 :class:`~prefect_waymark.errors.ExportFileError` naming its line and field, and nothing is
 written. Then :meth:`~prefect_waymark.ledger.plan_archive.PlanArchive.restore_plan` writes the
 events, receipts and projection in one transaction.
@@ -19,12 +20,12 @@ from pydantic import ValidationError
 from ..errors import ExportFileError
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.receipt_records import ReceiptRecord
-from .records import SCHEMA_VERSION, EventLine, HeaderLine
+from .records import SCHEMA_VERSION, EventLine, HeaderLine, ReceiptLine
 
 __all__ = ["ExportContents", "read_export"]
 
 _MAX_PROBLEMS = 10
-_RECEIPT_FIELDS = set(ReceiptRecord.model_fields) - {"plan_id"}
+_ORDER = "expected the header, then the events in seq order, then the receipts"
 
 
 @dataclass
@@ -77,16 +78,20 @@ def read_export(path: Path) -> ExportContents:
     with fh:
         try:
             contents = ExportContents(_header(path, next(fh, None)))
-            last_seq = 0
-            keys: set[str] = set()
+            reading = _Reading()
+            blank: int | None = None  # the first of the empty lines just read
             for lineno, text in enumerate(fh, start=2):
-                why = _line(contents, text, last_seq, keys)
+                if not text.strip():
+                    blank = blank or lineno
+                    continue
+                if blank is not None:  # empty lines are fine at the end only
+                    problems.append(f"{path}:{blank}: an empty line inside the export; {_ORDER}")
+                    blank = None
+                why = _line(contents, text, reading)
                 if why is not None:
                     problems.append(f"{path}:{lineno}: {why}")
-                    if len(problems) >= _MAX_PROBLEMS:
-                        break
-                elif contents.events:
-                    last_seq = contents.events[-1].seq or last_seq
+                if len(problems) >= _MAX_PROBLEMS:
+                    break
         except UnicodeDecodeError as exc:
             raise ExportFileError(f"{path}: not UTF-8 text ({exc.reason})") from None
     if not problems:
@@ -97,7 +102,16 @@ def read_export(path: Path) -> ExportContents:
     return contents
 
 
-def _line(contents: ExportContents, text: str, last_seq: int, keys: set[str]) -> str | None:
+@dataclass
+class _Reading:
+    """Where the reading of the lines after the header stands."""
+
+    last_seq: int = 0
+    receipts_began: bool = False
+    keys: set[str] = field(default_factory=set)
+
+
+def _line(contents: ExportContents, text: str, reading: _Reading) -> str | None:
     """Add one line to ``contents``; return what is wrong with it, if anything."""
     try:
         doc: Any = json.loads(text)
@@ -111,37 +125,38 @@ def _line(contents: ExportContents, text: str, last_seq: int, keys: set[str]) ->
             line = EventLine.model_validate(doc)
         except ValidationError as exc:
             return _where(exc)
-        if line.seq <= last_seq:
-            return f"seq: {line.seq} after {last_seq}: expected the events in rising seq order"
+        if reading.receipts_began:
+            return f"type: {line.type!r} after a receipt line; {_ORDER}"
+        if line.seq <= reading.last_seq:
+            return (
+                f"seq: {line.seq} after {reading.last_seq}: expected the events in rising seq order"
+            )
         if (line.type == "marker") != (line.kind == EventKind.marker_written):
             return (
                 f"type: {line.type!r} with kind {line.kind.value!r}: a marker line is "
                 "exactly a marker_written event"
             )
+        reading.last_seq = line.seq
         contents.events.append(line.to_event(contents.header.plan_id))
         return None
     if kind == "receipt":
-        unknown = sorted(set(doc) - _RECEIPT_FIELDS - {"type"})
-        if unknown:
-            expected = ", ".join(sorted(_RECEIPT_FIELDS))
-            return f"{unknown[0]}: unknown field (expected one of: type, {expected})"
-        values = {k: v for k, v in doc.items() if k != "type"}
         try:
-            rec = ReceiptRecord.model_validate({**values, "plan_id": contents.header.plan_id})
+            rec = ReceiptLine.model_validate(doc)
         except ValidationError as exc:
             return _where(exc)
-        if rec.key in keys:
+        reading.receipts_began = True
+        if rec.key in reading.keys:
             return f"key: {rec.key!r} twice: a receipt row per idempotency key"
-        keys.add(rec.key)
-        contents.receipts.append(rec)
+        reading.keys.add(rec.key)
+        contents.receipts.append(rec.to_record(contents.header.plan_id))
         return None
     if kind == "header":
-        return "type: a second header line; expected one header, then events and receipts"
+        return f"type: a second header line; {_ORDER}"
     return f"type: {kind!r}; expected 'event', 'marker' or 'receipt'"
 
 
 def _counts(path: Path, contents: ExportContents) -> list[str]:
-    """The header's counts against the lines read (a cut-off file is refused)."""
+    """The header's counts and kinds against the lines read (a cut-off file is refused)."""
     c = contents.header.counts
     found = {
         "events": len(contents.events),
@@ -155,6 +170,17 @@ def _counts(path: Path, contents: ExportContents) -> list[str]:
         for name, n in found.items()
         if n != wanted[name]
     ]
+    kinds: dict[str, int] = {}
+    for ev in contents.events:
+        kinds[EventKind(ev.kind).value] = kinds.get(EventKind(ev.kind).value, 0) + 1
+    said = {k: n for k, n in contents.header.kinds.items() if n}
+    for name in sorted(said.keys() | kinds.keys()):
+        if said.get(name, 0) != kinds.get(name, 0):
+            problems.append(
+                f"{path}:1: kinds.{name}: the header says {said.get(name, 0)}, the file has "
+                f"{kinds.get(name, 0)} {name} event(s)"
+            )
+            break
     last = contents.events[-1].seq if contents.events else 0
     if not problems and last != contents.header.last_seq:
         problems.append(

@@ -7,7 +7,7 @@ its declared outputs — and what changed between the last run and this one that
 - :mod:`.manifest`: a workdir's files with size, mtime and sha256 (hashing only what changed);
 - :mod:`.compare`: two manifests compared;
 - :mod:`.git`: the repository's commit and dirtiness;
-- :mod:`.store`: the last run's end manifest in ``.waymark/manifest.json``;
+- :mod:`.store`: the last run's end manifest in ``.waymark/manifest-<plan_id>.json``;
 - :mod:`.tracker`: :class:`RunBoundary`, taken at run start, after each step, at run end.
 """
 

@@ -35,6 +35,7 @@ def _git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str] | str:
             [exe, "-C", str(workdir), *args],
             capture_output=True,
             text=True,
+            errors="backslashreplace",  # a file name that is not UTF-8: counted all the same
             timeout=_TIMEOUT,
             env=env,
             check=False,

@@ -23,6 +23,7 @@ __all__ = [
     "Manifest",
     "PathList",
     "list_paths",
+    "safe_name",
     "take_manifest",
 ]
 
@@ -55,6 +56,18 @@ class Manifest:
     hashed: int = 0  # files hashed for this manifest (the others' hashes were reused)
 
 
+def safe_name(name: str) -> str:
+    """A file name as a manifest (and every event) records it: valid UTF-8 always. A name the
+    file system holds as bytes that are not UTF-8 (``bad\\xff.txt``, which Python reads as
+    ``bad\\udcff.txt``) is written with those bytes escaped, ``bad\\xff.txt`` — the same
+    text a name made of a backslash and ``xff`` would have, which is fine for a report."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
+
+
 def _walk(
     root: Path, ignore: Ignore, limit: int, errors: list[str]
 ) -> tuple[list[tuple[str, os.DirEntry[str]]], bool]:
@@ -70,7 +83,7 @@ def _walk(
             errors.append(f"{prefix or '.'}: not listed ({exc.strerror or exc})")
             return True
         for entry in entries:
-            rel = prefix + entry.name
+            rel = prefix + safe_name(entry.name)
             if ignore.entry(rel):
                 continue
             try:

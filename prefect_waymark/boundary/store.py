@@ -1,5 +1,6 @@
-"""The last run's end manifest, kept in ``<workdir>/.waymark/manifest.json`` so the next run
-can tell what changed in between that no run made.
+"""The last run's end manifest, kept in ``<workdir>/.waymark/manifest-<plan_id>.json`` (one file
+per plan: two plans may share a workdir) so the plan's next run can tell what changed in between
+that no run made.
 
 A file, not the ledger: it is a property of this workdir (a ledger may serve several copies of
 a plan, on other machines), it can hold 20,000 entries without growing every run's events, and
@@ -18,9 +19,8 @@ from typing import Any
 from .ignore import Ignore
 from .manifest import Cut, Entry, Manifest
 
-__all__ = ["MANIFEST_FILE", "StoredManifest", "read_manifest", "write_manifest"]
+__all__ = ["StoredManifest", "manifest_file", "read_manifest", "write_manifest"]
 
-MANIFEST_FILE = "manifest.json"
 _VERSION = 1
 
 
@@ -34,20 +34,24 @@ class StoredManifest:
     cut: Cut | None
 
 
-def _path(workdir: Path) -> Path:
-    return workdir / ".waymark" / MANIFEST_FILE
+def manifest_file(workdir: Path, plan_id: str) -> Path:
+    """Where the plan's last run left its end manifest (a plan id is a file name: ID_PATTERN)."""
+    return workdir / ".waymark" / f"manifest-{plan_id}.json"
 
 
-def read_manifest(workdir: Path) -> StoredManifest | None:
-    """The stored manifest; ``None`` if there is none. Raises ``OSError`` / ``ValueError`` for
-    one that cannot be read."""
+def read_manifest(workdir: Path, plan_id: str) -> StoredManifest | None:
+    """The plan's stored manifest; ``None`` if there is none. Raises ``OSError`` /
+    ``ValueError`` for one that cannot be read or that another plan's run wrote."""
+    path = manifest_file(workdir, plan_id)
     try:
-        raw = _path(workdir).read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     doc = json.loads(raw)
     if not isinstance(doc, dict) or doc.get("version") != _VERSION:
-        raise ValueError(f"{_path(workdir)}: not a version-{_VERSION} manifest")
+        raise ValueError(f"{path}: not a version-{_VERSION} manifest")
+    if doc.get("plan_id") != plan_id:
+        raise ValueError(f"{path}: written for plan {doc.get('plan_id')!r}, not {plan_id!r}")
     files: dict[str, Entry] = {}
     for path, value in dict(doc["files"]).items():
         size, mtime, sha = value
@@ -80,7 +84,7 @@ def write_manifest(
         "cut": list(manifest.cut) if manifest.cut is not None else None,
         "files": {p: list(e) for p, e in sorted(manifest.files.items())},
     }
-    target = _path(workdir)
+    target = manifest_file(workdir, plan_id)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".manifest.", suffix=".tmp")
     try:

@@ -10,6 +10,7 @@ another runner between two looks — is not seen at all.
 
 from __future__ import annotations
 
+import posixpath
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,8 @@ _KINDS = list(EventKind)
 
 
 def _outputs(spec: PlanSpec, workdir: Path) -> set[str]:
-    """The plan's declared outputs as workdir-relative posix paths (outside ones dropped)."""
+    """The plan's declared outputs as normalised workdir-relative posix paths (outside ones
+    dropped), as the manifest names the files."""
     found: set[str] = set()
     for step in spec.steps:
         for out in step.outputs:
@@ -51,8 +53,8 @@ def _outputs(spec: PlanSpec, workdir: Path) -> set[str]:
                     path = path.resolve().relative_to(workdir.resolve())
                 except ValueError:
                     continue
-            rel = Path(*[p for p in path.parts if p not in ("", ".")]).as_posix()
-            if rel and not rel.startswith("../"):
+            rel = posixpath.normpath(path.as_posix())  # sub/../b.txt is b.txt, ./c.txt c.txt
+            if rel not in (".", "..") and not rel.startswith(("../", "/")):
                 found.add(rel)
     return found
 
@@ -103,7 +105,7 @@ class RunBoundary(RunObserver):
         self.git_before = self._git()
         stored = None
         try:
-            stored = read_manifest(workdir)
+            stored = read_manifest(workdir, self.spec.plan_id)
         except Exception as exc:  # noqa: BLE001 - a damaged file: no between-runs changes
             self._problem(f"last run's manifest not read: {type(exc).__name__}: {exc}")
         try:

@@ -86,10 +86,16 @@ def _check_results(results: str | None) -> None:
 
 
 def _open(
-    plan: Path, workdir: Path | None, ledger: str | None, as_json: bool | None = None
+    plan: Path,
+    workdir: Path | None,
+    ledger: str | None,
+    as_json: bool | None = None,
+    held: tuple[str, str | None] | None = None,
 ) -> tuple[Any, Path, Any]:
     """The plan, workdir and ledger of a check-in; with ``as_json`` given (every check-in but
-    ``next``, which says it in its document), a closed plan is refused (exit 2)."""
+    ``next``, which says it in its document), a closed plan is refused (exit 2) — except, with
+    ``held`` (step, executor) for ``done``/``fail``/``block``/``tick``, a step that executor
+    has in progress: it ends (or renews) a hold taken before the close."""
     spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
     led = open_or_exit(ledger, wd, create=True, plan=spec)
@@ -97,8 +103,19 @@ def _open(
     if as_json is not None:
         from ..closing.closed import check_not_closed
 
+        if held is not None and _holds_step(led, spec.plan_id, held[0], held[1]):
+            return spec, wd, led
         _checkin(as_json, lambda: check_not_closed(led, spec.plan_id, spec.source))
     return spec, wd, led
+
+
+def _holds_step(led: Any, plan_id: str, step: str, executor: str | None) -> bool:
+    """Whether ``step`` is in progress by ``executor`` (its check-in run)."""
+    from ..agents.identity import agent_run_id
+
+    st = led.step_states(plan_id).get(step)
+    who = _executor(executor)
+    return st is not None and st.status == "in_progress" and st.run_id == agent_run_id(who)
 
 
 def _views(spec: Any, led: Any, wd: Path) -> None:
@@ -229,7 +246,7 @@ def tick(
     """Renew the hold on a step in progress; every N ticks re-anchor and print the contract."""
     from ..agents.checkin import tick_step
 
-    spec, wd, led = _open(plan, workdir, ledger, as_json)
+    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
     who = _executor(executor)
     count = _count_tick(wd, spec.plan_id, who, step)
     with led:
@@ -290,7 +307,7 @@ def done(
     from ..agents.checkin import DoneInput, done_step
 
     _check_results(results)
-    spec, wd, led = _open(plan, workdir, ledger, as_json)
+    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
     who = _executor(executor)
     given = DoneInput(outputs=output or [], evidence=evidence or [], receipts=receipt or [])
     with led:
@@ -332,7 +349,7 @@ def fail_command(
         fail("--reason: say what went wrong")
     from ..agents.checkin import fail_step
 
-    spec, wd, led = _open(plan, workdir, ledger, as_json)
+    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: fail_step(spec, led, step, who, reason))
@@ -355,7 +372,7 @@ def block(
         fail("give --on STEP or --reason TEXT (or both)")
     from ..agents.checkin import block_step
 
-    spec, wd, led = _open(plan, workdir, ledger, as_json)
+    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: block_step(spec, led, step, who, on, reason))

@@ -44,14 +44,9 @@ def export(
     if format not in _FORMATS:
         fail(f"--format {format!r}: not a format waymark exports; expected one of: jsonl")
     spec = load_or_exit(plan)
-    if output is not None:
-        if output.is_dir():
-            fail(f"--output {output}: is a folder; name a file")
-        if not output.parent.is_dir():
-            fail(f"--output {output}: no such folder {output.parent}")
-        if output.exists() and not force:
-            fail(f"--output {output}: the file exists; add --force to replace it")
     wd = workdir_for(spec, workdir)
+    if output is not None:
+        _check_output(output, ledger_url_or_exit(ledger, wd, spec), spec.plan_id, force)
     led = open_or_exit(ledger, wd, create=False, plan=spec)
     if led is None:
         fail(f"plan {spec.plan_id!r} has no ledger in {wd}: nothing recorded, nothing to export")
@@ -69,8 +64,9 @@ def export(
         everything = itertools.chain([header], lines)
         if output is None:
             try:
-                write_export(everything, sys.stdout)
                 sys.stdout.flush()
+                write_export(everything, sys.stdout.buffer)  # UTF-8 whatever the locale says
+                sys.stdout.buffer.flush()
             except BrokenPipeError:  # `| head`: the reader has what it wanted
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return
@@ -83,6 +79,40 @@ def export(
         f"markers), {counts['receipts']} receipts, up to seq {header['last_seq']}, to {output}",
         file=sys.stderr,
     )
+
+
+def _check_output(output: Path, url: str, plan_id: str, force: bool) -> None:
+    """``--output`` names a new file (or, with ``--force``, one to replace) that is not a
+    ledger's file nor in a ``.waymark`` folder: waymark's own (ledger, results, manifests) —
+    an export is written to leave the machine, never over the history it was read from."""
+    from ..ledger.sqlite_reader import sqlite_path
+
+    if output.is_dir():
+        fail(f"--output {output}: is a folder; name a file")
+    if not output.parent.is_dir():
+        fail(f"--output {output}: no such folder {output.parent}")
+    target = output.resolve()
+    elsewhere = f"write it elsewhere, e.g. -o {plan_id}.jsonl"
+    db = sqlite_path(url)
+    if db is not None:
+        db = db.resolve()
+        own = [db] + [db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal")]
+        if target in own or any(_same_file(output, f) for f in own):
+            fail(f"--output {output}: is the ledger's own file ({db}); {elsewhere}")
+    if ".waymark" in target.parent.parts:
+        fail(
+            f"--output {output}: is inside a .waymark folder, where waymark keeps its ledger, "
+            f"results and manifests; {elsewhere}"
+        )
+    if output.exists() and not force:
+        fail(f"--output {output}: the file exists; add --force to replace it")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def replay(
@@ -172,6 +202,8 @@ def restore(
     """Rebuild a plan's history in a ledger from an export: its events (same order, times, runs,
     data), receipts and active view, in one transaction. Every line is checked first; a ledger
     that already has the plan is refused. Nothing is written when refused."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from ..audit.restore import read_export
     from ..errors import ExportFileError, LedgerError
     from ..ledger import open_ledger
@@ -183,14 +215,21 @@ def restore(
         contents = read_export(export_file)
     except ExportFileError as exc:
         fail(str(exc))
+    header = contents.header
+    if keep_identity and header.ledger_id is None:
+        fail(
+            f"{export_file}:1: ledger_id: null — the exported ledger had no identity (a ledger "
+            "of schema 1, from before identities): there is none to keep; restore without "
+            "--keep-identity"
+        )
     wd = workdir_for_restore(workdir)
     url = ledger_url_or_exit(ledger, wd, None)
     path = sqlite_path(url)
-    new_file = path is not None and not path.exists()
-    header = contents.header
+    created = _new_paths(path)
     try:
         led = open_ledger(url, create=True)
     except LedgerError as exc:
+        _remove(created)
         fail(str(exc))
     try:
         with led:
@@ -202,23 +241,54 @@ def restore(
                 contents.receipts,
                 ledger_id=header.ledger_id if keep_identity else None,
             )
-    except LedgerError as exc:
-        if new_file and path is not None:  # refused: leave no empty ledger behind
-            for leftover in (
-                path,
-                path.with_name(path.name + "-wal"),
-                path.with_name(path.name + "-shm"),
-            ):
-                leftover.unlink(missing_ok=True)
-        fail(f"{export_file}: {exc}; nothing written")
+    except (LedgerError, SQLAlchemyError) as exc:  # refused, or the database said no
+        _remove(created)  # leave no empty ledger (nor its folder) behind
+        why = exc if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {exc}"
+        fail(f"{export_file}: {why}; nothing written")
     shift = counts["seq_offset"]
     print(
         f"restored plan {header.plan_id!r} into {shown_url(url)}: {counts['events']} events "
         f"({header.counts.markers} markers), {counts['steps']} steps, {counts['receipts']} "
         "receipts"
         + (f"; every seq moved up by {shift} (the ledger had used those numbers)" if shift else "")
-        + f". Read it with `waymark status <plan file> --ledger {shown_url(url)}`"
+        + f". {_read_hint(url, ledger)}"
     )
+
+
+def _read_hint(url: str, given: str | None) -> str:
+    """How to read the restored plan: a command that works as printed, never with a password
+    in it (a URL with one is named by the variable waymark reads, which then has to hold it)."""
+    from ..ledger.urls import shown_url
+
+    if shown_url(url) == url:
+        return f"Read it with `waymark status <plan file> --ledger {url}`"
+    if given is None:  # it came from $WAYMARK_LEDGER_URL: that still says where
+        return "Read it with `waymark status <plan file>` ($WAYMARK_LEDGER_URL names it)"
+    return (
+        'Read it with `waymark status <plan file> --ledger "$WAYMARK_LEDGER_URL"` once '
+        "WAYMARK_LEDGER_URL holds the URL you gave --ledger (its password is not printed here)"
+    )
+
+
+def _new_paths(db: Path | None) -> list[Path]:
+    """What opening a new SQLite ledger at ``db`` creates: its folders that do not exist yet
+    (outermost last) and its files — to remove when the restore is refused."""
+    if db is None or db.exists():
+        return []
+    folders = [p for p in db.absolute().parents if not p.exists()]
+    ends = ("", "-wal", "-shm", "-journal")
+    return [db.with_name(db.name + end) for end in ends] + folders
+
+
+def _remove(paths: list[Path]) -> None:
+    for p in paths:  # files first, then the folders, innermost first (only when empty)
+        try:
+            if p.is_dir():
+                p.rmdir()
+            else:
+                p.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def workdir_for_restore(workdir: Path | None) -> Path:

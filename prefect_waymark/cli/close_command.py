@@ -16,10 +16,11 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import CloseError, MarkerFileError, PlanClosedError
+from ..markers.markdown import cell
 from ..plan.spec import BlockRef
 from ..run import exit_codes
 from ..run.identity import default_executor
-from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from ._common import check_not_renamed, fail, load_or_exit, open_or_exit, workdir_for
 from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, WorkdirOpt
 
 __all__ = ["close", "skip"]
@@ -60,15 +61,37 @@ def skip(
     led = open_or_exit(ledger, wd, create=True, plan=spec)
     assert led is not None  # create=True
     with led:
+        check_not_renamed(spec, led)  # its history lives under the new id
         try:
-            skip_step(spec, led, step, reason, by or default_executor())
+            done = skip_step(spec, led, step, reason, by or default_executor())
         except (CloseError, PlanClosedError) as exc:
             fail(str(exc))
         _views(spec, led, markers_folder(spec, wd, markers_dir))
-    after = [s.id for s in spec.steps if step in s.depends_on]
-    goes_on = f"; the steps after it go on: {', '.join(after)}" if after else ""
-    print(f"{spec.plan_id}: step {step!r} skipped ({reason.strip()}){goes_on}")
-    print(f"next: waymark run {plan}")
+        states = led.step_states(spec.plan_id)
+    for line in done.notes:
+        print(f"{spec.plan_id}: {line}")
+    open_after = [
+        s.id
+        for s in spec.steps
+        if step in s.depends_on and (states[s.id].status if s.id in states else "") != "completed"
+    ]
+    goes_on = f"; the steps after it go on: {', '.join(open_after)}" if open_after else ""
+    print(f"{spec.plan_id}: step {step!r} skipped ({cell(reason)}){goes_on}")
+    print(f"next: {next_command(spec, states, plan)}")
+
+
+def next_command(spec: Any, states: dict[str, Any], plan: Path) -> str:
+    """What to do after a skip: run the plan, check in an agent's or a person's step, or close
+    the plan when every step is done or skipped."""
+    from ..ledger.progress_view import build_view
+
+    view = build_view(spec, states)
+    if view.complete:
+        return f"waymark close {plan}"
+    nxt = view.next_step
+    if nxt is not None and spec.step(nxt).checked_in:
+        return f"waymark next {plan}"
+    return f"waymark run {plan}"
 
 
 def close(
@@ -109,14 +132,15 @@ def close(
 
             configure_prefect()
         contract, source, unreadable = load_close_contract(spec)
-    try:
-        given = parse_evidence(evidence or [], contract) if unreadable is None else {}
+    try:  # the syntax always; the ids only against a contract that could be read
+        given = parse_evidence(evidence or [], contract, unreadable=unreadable is not None)
     except CloseError as exc:
         fail(f"{plan}: {exc}; nothing was recorded")
     wd = workdir_for(spec, workdir)
     # Without a ledger only a forced close creates one: a refusal records nothing.
     led = open_or_exit(ledger, wd, create=force, plan=spec)
     try:
+        check_not_renamed(spec, led)  # its history lives under the new id
         try:
             done = close_plan(
                 spec,

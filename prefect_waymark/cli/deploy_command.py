@@ -115,6 +115,10 @@ def _prepare(
     if name is not None and not name.strip():
         fail("--name: expected a deployment name")
     git = _git_source(plan, spec, source, branch, ledger, results, workdir)
+    from ..closing.closed import deploy_refusal
+
+    if (closed := deploy_refusal(spec, ledger, workdir_for(spec, workdir))) is not None:
+        fail(closed)  # a closed plan runs nothing: nothing is deployed
     wd = workdir_for(spec, workdir) if workdir is not None else None
     schedule = DeploySchedule(cron=cron, rrule=rrule, interval=interval, timezone=timezone)
     try:

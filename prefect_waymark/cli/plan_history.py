@@ -22,7 +22,7 @@ def rerun(
     by: ByOpt = None,
 ) -> None:
     """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
-    from ..errors import TransitionError
+    from ..errors import PlanClosedError, TransitionError
     from ..run.identity import default_executor
 
     spec = load_or_exit(plan)
@@ -42,7 +42,7 @@ def rerun(
                 by=by or default_executor(),
                 reason=reason,
             )
-        except TransitionError as exc:
+        except (TransitionError, PlanClosedError) as exc:  # closed meanwhile
             fail(str(exc))
         applied = [r for r in led.receipts(spec.plan_id, step) if r.state == "applied"]
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
@@ -85,6 +85,9 @@ def rename_plan(
             counts = led.rename_plan(old_id, spec.plan_id, by=by or default_executor())
         except LedgerError as exc:
             fail(f"cannot rename plan {old_id!r} to {spec.plan_id!r}: {exc}; nothing changed")
+        from ..closing.closed import read_closed
+
+        closed = read_closed(led, spec.plan_id)  # a closed plan stays closed under the new id
         folder = markers_folder(spec, wd, markers_dir)
         try:
             runs = rebuild_marker_files(spec, led, folder)
@@ -99,4 +102,7 @@ def rename_plan(
         f"{counts['steps']} steps and {counts['receipts']} action receipt(s)"
         + (f"; {folder / 'EXECUTION_MARKER.json'} rewritten ({runs} runs)" if runs >= 0 else "")
     )
-    print(f"next: waymark run {plan}")
+    if closed is None:
+        print(f"next: waymark run {plan}")
+    else:  # a closed plan's history carries over; nothing runs
+        print(f"the plan stays closed: `waymark status {plan}` shows its history")

@@ -79,14 +79,19 @@ def receipt_command(
             )
         except (ValueError, LedgerError) as exc:
             fail(str(exc))
+        from ..closing.closed import read_closed
+
+        closed = read_closed(led, spec.plan_id)
     doc: dict[str, Any] = {"receipt": rec.model_dump(mode="json"), "step_released": released}
     if as_json:
         print(json.dumps(doc, indent=2))
     else:
         what = "receipt committed" if applied else "recorded as not applied"
         print(f"{spec.plan_id}: step {step!r} action {rec.action!r} (key {rec.key}): {what}")
-        if released:
+        if released and closed is None:
             print(f"step {step!r} is pending again: `waymark run` continues the plan")
+        elif released:  # a closed plan runs nothing again
+            print(f"step {step!r} is pending again; the plan is closed, so no run continues it")
     return exit_codes.OK
 
 

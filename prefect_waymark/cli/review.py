@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..errors import PlanClosedError
 from ..ledger import Ledger
 from ..models import utcnow
 from ..review.decisions import Decision, ReviewError, apply_decision
@@ -54,7 +55,7 @@ def review_command(
         unanswered = {s.flow_run_id for s in _suspensions(led, spec.plan_id) if not s.answered}
         try:
             done = apply_decision(led, spec, decision, step_id=step, by=who, reason=reason)
-        except ReviewError as exc:
+        except (ReviewError, PlanClosedError) as exc:  # closed: the ledger takes no rerun
             print(f"waymark: {exc}", file=sys.stderr)
             return exit_codes.BAD_INPUT
         # Flow runs suspended for the stop this answer just closed (none is resumed twice).

@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..ledger.progress_view import PlanView
+from ..markers.markdown import cell
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,6 +21,15 @@ _STYLE = {
 }
 
 
+def _in_key_order(item: dict[str, Any]) -> dict[str, Any]:
+    """A needs-review item with ``step`` and ``reason`` first, then its stop's data with keys
+    sorted at every depth: the data's key order depends on where it was read (the projection
+    keeps the writer's, the events table sorts), and `waymark replay` prints exactly this."""
+    rest = {k: v for k, v in item.items() if k not in ("step", "reason")}
+    head = {k: item[k] for k in ("step", "reason") if k in item}
+    return {**head, **json.loads(json.dumps(rest, sort_keys=True, default=str))}
+
+
 def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "plan_id": view.plan_id,
@@ -29,7 +39,7 @@ def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
         "next_step": view.next_step,
         "active_milestone": view.active_milestone,
         "blocked": view.blocked,
-        "needs_review": view.needs_review,
+        "needs_review": [_in_key_order(item) for item in view.needs_review],
         "counts": view.counts,
         "steps": [s.model_dump() for s in view.steps],
     }
@@ -57,14 +67,17 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     if closed:
         from ..closing.closed import closed_line
 
-        forced = " — forced, with things unmet" if closed.get("forced") else ""
+        forced = ""  # a close is forced only when something was unmet (closing/close.py)
+        if closed.get("forced"):
+            unmet = len(closed.get("unmet") or [])
+            forced = f" — forced, with {unmet} thing(s) unmet" if unmet else " — forced"
         line = escape(closed_line(view.plan_id, closed))
         console.print(f"[bold]{line}[/]{forced}", highlight=False)
     for s in view.steps:
         status = s.status + (" (definition changed)" if s.definition_changed else "")
         style = _STYLE.get(s.status, "")
         if s.skipped is not None:  # `waymark skip`: completed without running
-            status, style = escape(f"skipped: {s.skipped[:60]}"), "dim green"
+            status, style = escape(f"skipped: {cell(s.skipped, 60)}"), "dim green"
         table.add_row(
             s.id,
             f"[{style}]{status}[/]" if style else status,

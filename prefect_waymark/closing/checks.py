@@ -19,7 +19,7 @@ from ..metrics.evidence import contract_evidence
 from ..models import GoalContract
 from ..plan.spec import PlanSpec
 
-__all__ = ["CloseCheck", "Unmet", "check_close", "parse_evidence"]
+__all__ = ["CloseCheck", "Unmet", "check_close", "duplicate_item_ids", "parse_evidence"]
 
 
 @dataclass(frozen=True)
@@ -44,32 +44,42 @@ class CloseCheck:
     acceptance: dict[str, str] = field(default_factory=dict)
 
 
+def duplicate_item_ids(contract: GoalContract) -> list[str]:
+    """The ids more than one contract item has (a block's contract is not checked on load)."""
+    from ..plan.step_checks import repeated_item_ids
+
+    return sorted({item_id for _f, _j, item_id, _first in repeated_item_ids(contract)})
+
+
 def _ids_text(contract: GoalContract) -> str:
     items = {**contract.acceptance_items(), **contract.exit_items()}
     return ", ".join(f"{i} ({text[:40]})" for i, text in items.items()) or "none"
 
 
-def parse_evidence(raw: list[str], contract: GoalContract | None) -> dict[str, str]:
+def parse_evidence(
+    raw: list[str], contract: GoalContract | None, *, unreadable: bool = False
+) -> dict[str, str]:
     """``--evidence "ID: text"`` values by contract item id (a repeated id's texts joined).
 
     The id is matched exactly (case-sensitive) against the contract's acceptance ids and exit
-    condition ids; an item's text is not accepted in its place (texts may hold colons)."""
-    if raw and contract is None:
+    condition ids; an item's text is not accepted in its place (texts may hold colons). With
+    ``unreadable`` (a contract block that cannot be read now) only the syntax is checked."""
+    if raw and contract is None and not unreadable:
         raise CloseError("--evidence: the plan has no goal contract, so there is nothing to give "
                          "evidence for")  # fmt: skip
     given: dict[str, str] = {}
-    if contract is None:
+    if contract is None and not unreadable:
         return given
-    known = {**contract.acceptance_items(), **contract.exit_items()}
+    known = {**contract.acceptance_items(), **contract.exit_items()} if contract else None
+    ids = f"ids: {_ids_text(contract)}" if contract else "e.g. A1 or E1"
     for value in raw:
         item, sep, text = value.partition(":")
         item, text = item.strip(), text.strip()
-        if not sep or not item:
+        if not sep or not item or any(c.isspace() for c in item):
             raise CloseError(
-                f'--evidence {value[:80]!r}: expected "ID: text" with a contract item id '
-                f"(ids: {_ids_text(contract)})"
+                f'--evidence {value[:80]!r}: expected "ID: text" with a contract item id ({ids})'
             )
-        if item not in known:
+        if known is not None and contract is not None and item not in known:
             raise CloseError(
                 f"--evidence {item[:40]!r}: the goal contract has no item with that id "
                 f"(ids: {_ids_text(contract)})"

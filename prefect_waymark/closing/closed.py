@@ -16,6 +16,7 @@ from ..ledger.events import EventKind, ProgressEvent
 
 if TYPE_CHECKING:
     import logging
+    from pathlib import Path
 
     from ..ledger import Ledger
     from ..plan.spec import PlanSpec
@@ -25,6 +26,7 @@ __all__ = [
     "closed_line",
     "closed_record",
     "closed_refusal",
+    "deploy_refusal",
     "read_closed",
     "refuse_closed_run",
 ]
@@ -56,9 +58,12 @@ def read_closed(ledger: LedgerReader | None, plan_id: str) -> dict[str, Any] | N
 def closed_line(plan_id: str, record: dict[str, Any]) -> str:
     """``plan 'x' was closed on 2026-12-01 18:20 UTC by ann: done`` (``(forced)`` if so)."""
     when = str(record.get("at") or "")[:16].replace("T", " ")
+    from ..markers.markdown import cell  # one line: a reason's newlines never start another
+
     forced = " (forced)" if record.get("forced") else ""
-    why = f": {record['reason']}" if record.get("reason") else ""
-    return f"plan {plan_id!r} was closed{forced} on {when} UTC by {record.get('by')}{why}"
+    why = f": {cell(record['reason'])}" if record.get("reason") else ""
+    who = cell(record.get("by"), 100)
+    return f"plan {plan_id!r} was closed{forced} on {when} UTC by {who}{why}"
 
 
 def closed_refusal(plan_id: str, source: str, record: dict[str, Any]) -> str:
@@ -74,6 +79,26 @@ def check_not_closed(ledger: LedgerReader | None, plan_id: str, source: str) -> 
     record = read_closed(ledger, plan_id)
     if record is not None:
         raise PlanClosedError(closed_refusal(plan_id, source, record), record)
+
+
+def deploy_refusal(plan: PlanSpec, ledger_url: str | None, workdir: Path) -> str | None:
+    """Why ``waymark deploy`` / ``serve`` refuses ``plan``: it was closed, as its ledger says
+    when it can be read from here; ``None`` otherwise (a ledger only a worker reaches is left to
+    the run, which refuses the plan and pauses the deployment's schedules)."""
+    from ..ledger import open_reader, resolve_ledger_url
+
+    try:
+        url = resolve_ledger_url(ledger_url, workdir, source="--ledger", pin=plan.ledger)
+        with open_reader(url) as led:
+            record = read_closed(led, plan.plan_id)
+    except Exception:  # noqa: BLE001 - not readable from here: the run checks it
+        return None
+    if record is None:
+        return None
+    return (
+        f"{closed_line(plan.plan_id, record)}; a closed plan runs nothing, so nothing was "
+        f"deployed. Its history: `waymark status {plan.source}`"
+    )
 
 
 def refuse_closed_run(

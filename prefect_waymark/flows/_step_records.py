@@ -45,6 +45,8 @@ class LoopOutcome:
     #: "waiting": agent or manual steps (``kind: agent | manual``) the run cannot do itself,
     #: with who they wait for (the step's owner, else its kind).
     waiting: dict[str, str] = field(default_factory=dict)
+    #: stopped_by "closed": the plan was closed (``waymark close``) while the run went on
+    closed: str | None = None
 
 
 class StepRecords:

@@ -14,10 +14,10 @@ from prefect import Task
 from prefect.client.schemas.objects import State
 from prefect.futures import PrefectFuture
 
-from ..errors import BranchBusyError, TransitionError, WaymarkError
+from ..errors import BranchBusyError, PlanClosedError, TransitionError, WaymarkError
 from ..guards.base import GuardBase, Guards
 from ..ledger.base import this_host
-from ..ledger.events import EventKind
+from ..ledger.events import RELEASE_EVENT_KINDS, EventKind
 from ..review.gate import ReviewGate
 from ..run.observers import RunObserver
 from ..run.results import ResultAccess, StorageSpec
@@ -30,6 +30,7 @@ from ._step_records import LoopOutcome, StepRecords
 __all__ = ["LoopOutcome", "PlanLoop"]
 
 
+RELEASE_KINDS = [*RELEASE_EVENT_KINDS, EventKind.step_needs_review, EventKind.step_blocked]
 Launch = tuple[Task[..., Any], tuple[Any, ...]]  # a claimed step's task and its arguments
 
 
@@ -78,6 +79,7 @@ class PlanLoop(StepRecords):
         self.busy_by: dict[str, str] = {}
         self._running: dict[PrefectFuture[Any], str] = {}  # this run's steps in progress
         self._inline: str | None = None  # the step running in the loop's own thread
+        self._closed: PlanClosedError | None = None  # `waymark close` while this run went on
         self.refresh()
 
     def _targets(self) -> set[str]:
@@ -98,6 +100,8 @@ class PlanLoop(StepRecords):
         out = LoopOutcome(skipped=[s for s in self.order if self.status[s] == "completed"])
         try:
             self._run(out)
+            if out.stopped_by == "closed":
+                self._stopped_by_close(out)
         except BaseException as exc:
             held = list(self._running.values()) + ([self._inline] if self._inline else [])
             self.release_running(held, f"{type(exc).__name__}: {exc}")
@@ -150,6 +154,7 @@ class PlanLoop(StepRecords):
         open_steps = list(self.order)  # not completed when last looked at, in order
         while True:
             review_stop = any(v == "needs_review" for v in self.status.values())
+            review_stop = review_stop or self._closed is not None  # launch nothing more
             waiting = False
             launches: list[tuple[str, Launch]] = []
             if not review_stop:
@@ -174,6 +179,9 @@ class PlanLoop(StepRecords):
                         out.stopped_by = "max-steps"
                         break
                     launch = self._start(sid, busy_until)
+                    if launch is None and self._closed is not None:
+                        out.stopped_by = "closed"
+                        break
                     if launch is None:
                         waiting = waiting or branch in busy_until
                         if any(v == "needs_review" for v in self.status.values()):
@@ -206,6 +214,8 @@ class PlanLoop(StepRecords):
                     continue
             if not running:
                 if not waiting or review_stop:
+                    if not review_stop and self._moved_meanwhile(out, failed_here):
+                        continue  # e.g. a failed step was skipped meanwhile: go on after it
                     break
                 # Only branches another run holds are left. A dead run's hold is taken over
                 # (its step is interrupted and runs here); a live run goes on with them itself.
@@ -321,7 +331,40 @@ class PlanLoop(StepRecords):
         except TransitionError:
             self.refresh(sid)  # another runner moved it on; take its word
             return None
+        except PlanClosedError as exc:  # closed meanwhile: start nothing more (final)
+            self._closed = exc
+            return None
         self.status[sid] = "in_progress"
         self.result_keys[sid] = key
         task = step_task(spec, None, self.storage)  # one shared task per step shape
         return task, (self.rt, sid, upstream, key)
+
+    def _stopped_by_close(self, out: LoopOutcome) -> None:
+        """The run's words for a close while it went on (one read: the steps it ended since)."""
+        record = self._closed.record if self._closed is not None else {}
+        since = int(record.get("seq") or 0)
+        ended = {
+            e.step_id
+            for e in self.ledger.events(self.plan.plan_id, after_seq=since, kinds=RELEASE_KINDS)
+            if e.run_id == self.rt.run_id
+        }
+        out.closed = (
+            f"the plan was closed by {record.get('by', '?')} while this run went on; "
+            f"{len(ended)} running step(s) finished"
+        )
+        self.log.warning("%s; no step started after it", out.closed)
+
+    def _moved_meanwhile(self, out: LoopOutcome, failed_here: set[str]) -> bool:
+        """Before the run ends with steps that failed or stopped here: one read of the ledger,
+        in case someone moved them meanwhile (``waymark skip``). True if a step is now done."""
+        seen = [s for s in self.order if s in failed_here or s in self.refused]
+        if not seen:
+            return False
+        self.refresh()
+        moved = [s for s in seen if self.status[s] == "completed"]
+        for sid in moved:
+            failed_here.discard(sid)
+            self.refused.discard(sid)
+            if sid in out.failed:
+                out.failed.remove(sid)
+        return bool(moved)

@@ -359,19 +359,23 @@ def _run_steps(
         executed_steps=outcome.executed,
         cached_steps=outcome.cached,
         skipped_steps=outcome.skipped,
+        left_out={s: st.skipped for s, st in states.items() if st.skipped is not None},
         failed_steps=outcome.failed + outcome.refused,
         interrupted_steps=report.interrupted + outcome.interrupted,
         needs_review=view.needs_review,
         next_start=None
-        if view.complete
+        if view.complete or outcome.closed
         else (
             view.needs_review[0]["step"]
             if view.needs_review
             else next(iter(outcome.waiting), None) or view.next_step
         ),
-        next_start_reason=waiting_reason(outcome.waiting)
-        if outcome.stopped_by == "waiting" and result == "stopped"
-        else next_reason(result, outcome.stopped_by, max_steps, suspend, budget),
+        next_start_reason=outcome.closed  # `waymark close` while this run went on
+        or (
+            waiting_reason(outcome.waiting)
+            if outcome.stopped_by == "waiting" and result == "stopped"
+            else next_reason(result, outcome.stopped_by, max_steps, suspend, budget)
+        ),
     )
     return summary, states, view, suspend
 

@@ -6,7 +6,7 @@ import os
 import socket
 import time
 from abc import abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -154,6 +154,13 @@ class Ledger(ReceiptStore):
     def rename_plan(self, old: str, new: str, *, by: str) -> dict[str, int]:
         """Carry plan ``old``'s history and receipts over to the id ``new`` (one transaction);
         return the counts of events, steps and receipts carried over."""
+
+    @abstractmethod
+    def close_plan(
+        self, plan_id: str, decide: Callable[[dict[str, StepState]], dict[str, Any] | None]
+    ) -> ProgressEvent | None:
+        """Record ``plan_closed`` with the data ``decide`` gives for the plan's step states, read
+        in the same transaction (``None``: nothing recorded); final: no new work after it."""
 
     @abstractmethod
     def close(self) -> None:

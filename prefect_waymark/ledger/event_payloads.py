@@ -114,10 +114,12 @@ class _RunFinishedRequired(TypedDict):
 
 
 class RunFinishedData(_RunFinishedRequired, total=False):
-    """A run's summary; with the boundary and the metrics the run ended with."""
+    """A run's summary; with the boundary and the metrics the run ended with, and the plan's
+    steps left out with ``waymark skip`` (step -> reason) as it ended."""
 
     boundary: RunBoundaryData
     metrics: dict[str, Any]
+    left_out: dict[str, str]
 
 
 class _MarkerWrittenRequired(TypedDict):
@@ -151,6 +153,7 @@ class MarkerWrittenData(_MarkerWrittenRequired, total=False):
 
     metrics: dict[str, Any]
     boundary: RunBoundaryData | None
+    left_out: dict[str, str]  # the plan's steps left out with `waymark skip`: step -> reason
 
 
 class StepStartedData(TypedDict):
@@ -357,10 +360,12 @@ class _PlanClosed(_Reason):
 class PlanClosedData(_PlanClosed, total=False):
     """``waymark close``: the plan is archived; runs refuse it. ``evidence`` holds each exit
     condition's evidence by id, ``acceptance`` each contract acceptance item's; a forced close
-    lists what was ``unmet``; ``contract`` is the contract's identity (goal, version, hash)."""
+    lists what was ``unmet``; ``contract`` is the contract's identity (goal, version, hash);
+    ``given`` is the ``--evidence`` as given, by id (kept also when the block was unreadable)."""
 
     unmet: list[str]
     contract: dict[str, Any]
+    given: dict[str, str]
 
 
 class PlanRenamedData(TypedDict, total=False):

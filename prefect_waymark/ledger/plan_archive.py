@@ -9,7 +9,9 @@ is appended meanwhile).
 Writing: :meth:`PlanArchive.restore_plan` inserts the events with their ``seq`` (shifted by one
 offset, in order, when the ledger already uses those numbers), times, runs and data, the receipt
 rows with their keys, folds the projection from the inserted events (:func:`.apply_event`, as
-:meth:`~.SqlLedger.rebuild` does) and, for a plan that was renamed away, the rename's meta row.
+:meth:`~.SqlLedger.rebuild` does) with the holds of the steps left in progress, moves the seq
+references inside event data by the same offset (:mod:`.restored_refs` says which) and, for a
+plan that was renamed away, the rename's meta row.
 Refused (nothing written) when the ledger already has an event or a receipt of the plan.
 """
 
@@ -23,10 +25,12 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..errors import LedgerError
-from ._tables import EventRow, MetaRow, ReceiptRow, StepRow
+from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
+from .plan_close import closed_meta
 from .plan_rename import renamed_to
 from .receipt_records import ReceiptRecord
+from .restored_refs import SEQ_MAX, restored_holds, shift_refs
 from .schema import EVENTS, LEDGER_ID_KEY, event_from_row, event_values
 from .step_state import StepState, apply_event
 
@@ -41,6 +45,7 @@ _ev = EventRow.__table__  # type: ignore[attr-defined]
 _steps = StepRow.__table__  # type: ignore[attr-defined]
 _rc = ReceiptRow.__table__  # type: ignore[attr-defined]
 _meta = MetaRow.__table__  # type: ignore[attr-defined]
+_holds = HoldRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,14 @@ class PlanArchive:
             top = int(conn.execute(select(func.coalesce(func.max(_ev.c.seq), 0))).scalar_one())
             first = min(e.seq or 0 for e in events)
             offset = top - first + 1 if first <= top else 0
+            highest = max(e.seq or 0 for e in events) + offset
+            if highest > SEQ_MAX:
+                raise LedgerError(
+                    f"the restored events would reach seq {highest} (moved up by {offset} after "
+                    f"this ledger's seq {top}), beyond the largest a ledger holds ({SEQ_MAX}): "
+                    "restore into a new ledger (--ledger URL)"
+                )
+            events = [shift_refs(e, offset) for e in events]
             rows = [{"seq": (e.seq or 0) + offset, **event_values(e)} for e in events]
             conn.execute(insert(_ev), rows)
             if conn.dialect.name == "postgresql":  # the next append continues after ours
@@ -142,6 +155,11 @@ class PlanArchive:
             to = renamed_to(renamed[-1] if renamed else None)
             if to is not None:  # a run under the old id is refused, as in the source ledger
                 conn.execute(insert(_meta).values(key=f"renamed:{plan_id}"[:64], value=to[:256]))
+            closed = [e for e in events if e.kind == EventKind.plan_closed]
+            if closed:  # the ledger's guard of a closed plan comes back with its history
+                last = closed[-1]
+                moved = last.model_copy(update={"seq": (last.seq or 0) + offset})
+                conn.execute(insert(_meta).values(**closed_meta(moved)))
             if ledger_id is not None:
                 conn.execute(
                     update(_meta).where(_meta.c.key == LEDGER_ID_KEY).values(value=ledger_id)
@@ -190,17 +208,22 @@ class PlanArchive:
 
     @staticmethod
     def _fold_restored(conn: Connection, events: Sequence[ProgressEvent], offset: int) -> int:
+        """The projection (and the holds of the steps in progress) from the restored events."""
         states: dict[str, StepState] = {}
         last: dict[str, int] = {}
+        started: dict[str, ProgressEvent] = {}
         for ev in events:
             if ev.kind not in STEP_EVENT_KINDS or ev.step_id is None:
                 continue
             seq = (ev.seq or 0) + offset
-            states[ev.step_id] = apply_event(
-                states.get(ev.step_id), ev.model_copy(update={"seq": seq})
-            )
+            moved = ev.model_copy(update={"seq": seq})
+            states[ev.step_id] = apply_event(states.get(ev.step_id), moved)
             last[ev.step_id] = seq
+            if ev.kind == EventKind.step_started:
+                started[ev.step_id] = moved
         plan_id = events[0].plan_id
+        for hold in restored_holds(plan_id, states, started):
+            conn.execute(insert(_holds).values(**hold))
         for step_id, st in states.items():
             conn.execute(
                 insert(_steps).values(

@@ -103,6 +103,12 @@ class PlanRenames:
             )
             counts = {"events": copied, "steps": steps, "receipts": receipts}
             conn.execute(insert(_meta).values(key=_renamed_key(old), value=new[:256]))
+            closed = conn.execute(
+                select(_meta.c.value).where(_meta.c.key == f"closed:{old}"[:64])
+            ).first()
+            if closed is not None:  # a closed plan stays closed under its new id
+                key = f"closed:{new}"[:64]
+                conn.execute(insert(_meta).values(key=key, value=closed.value))
             for plan_id, data in (
                 (new, {"from_plan": old, "by": by, **counts}),
                 (old, {"to_plan": new, "by": by, **counts}),

@@ -19,7 +19,8 @@ from .base import Hold, Ledger, event_kind, this_host
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
 from .plan_archive import PlanArchive
-from .plan_rename import PlanRenames, refuse_if_renamed
+from .plan_close import GUARDED_KINDS, PlanCloses, refuse_if_stopped
+from .plan_rename import PlanRenames
 from .receipts import SqlReceipts
 from .schema import (
     EVENTS,
@@ -135,7 +136,7 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
-class SqlLedger(SqlReceipts, PlanRenames, PlanArchive, Ledger):
+class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
@@ -229,7 +230,6 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanArchive, Ledger):
                 raise LedgerError(f"a {ev.kind} event needs a step_id")
             if ev.kind == EventKind.step_started:
                 self._take_hold(conn, ev, lease_seconds)
-                refuse_if_renamed(conn, ev.plan_id)  # after the hold: a rename's lock ordered us
             row = conn.execute(_STEP_STATE, key).first()
             if row is None:
                 claim = _CLAIM_STEP.get(conn.dialect.name, _INSERT_STEP)
@@ -246,6 +246,10 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanArchive, Ledger):
                 and state.status == "in_progress"
             ):
                 self._release_hold(conn, ev, state)
+        if ev.kind in GUARDED_KINDS:  # renamed away, or closed: one indexed lookup
+            # Last, after the hold, the step row and (for an intent) the receipt row: on
+            # PostgreSQL a rename's or a close's table locks have ordered us after it by now.
+            refuse_if_stopped(conn, ev.plan_id, ev.kind)
         seq = conn.execute(_INSERT_EVENT, event_values(ev)).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
         if ev.kind in STEP_EVENT_KINDS:

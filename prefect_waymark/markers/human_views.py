@@ -7,6 +7,7 @@ from typing import Any
 from ..ledger.progress_view import PlanView, StepView
 from ..plan.spec import PlanSpec
 from .generated_files import GENERATED_LINE
+from .markdown import cell
 from .marker_file import MARKER_FILE
 
 __all__ = ["implementation_log_md", "state_md", "tasks_md"]
@@ -25,12 +26,13 @@ def _closed_words(closed: dict[str, Any]) -> str:
     """``closed on 2026-12-01 18:20 UTC by ann: done`` (a ``waymark close`` record)."""
     when = str(closed.get("at") or "")[:16].replace("T", " ")
     forced = " (forced)" if closed.get("forced") else ""
-    why = f": {closed['reason']}" if closed.get("reason") else ""
-    return f"closed{forced} on {when} UTC by {closed.get('by')}{why}"
+    # A reason (and who) is one line in a view: a newline in it must not start a forged line.
+    why = f": {cell(closed['reason'])}" if closed.get("reason") else ""
+    return f"closed{forced} on {when} UTC by {cell(closed.get('by'), 100)}{why}"
 
 
 def _status_words(s: StepView) -> str:
-    return f"**skipped** ({s.skipped})" if s.skipped is not None else f"**{s.status}**"
+    return f"**skipped** ({cell(s.skipped)})" if s.skipped is not None else f"**{s.status}**"
 
 
 def tasks_md(plan: PlanSpec, view: PlanView, closed: dict[str, Any] | None = None) -> str:
@@ -53,12 +55,12 @@ def state_md(
     closed: dict[str, Any] | None = None,
 ) -> str:
     done = [
-        f"{s.id} (skipped: {s.skipped})" if s.skipped is not None else s.id
+        f"{s.id} (skipped: {cell(s.skipped)})" if s.skipped is not None else s.id
         for s in view.steps
         if s.status == "completed"
     ]
     not_done = [f"{s.id} ({s.status})" for s in view.steps if s.status != "completed"]
-    problems = [f"{s.id}: {s.error}" for s in view.steps if s.status == "failed" and s.error]
+    problems = [f"{s.id}: {cell(s.error)}" for s in view.steps if s.status == "failed" and s.error]
     phase = "complete" if view.complete else (view.active_milestone or "in progress")
     nxt = view.next_step or ("none — plan complete" if view.complete else "none")
     if closed is not None:
@@ -82,12 +84,12 @@ def state_md(
     lines += ["", "## Not done"] + ([f"- {d}" for d in not_done] or ["- nothing"])
     lines += ["", "## Known problems"] + ([f"- {p}" for p in problems] or ["- none"])
     lines += ["", "## Needs review"]
-    lines += [f"- {r['step']}: {r.get('reason')}" for r in view.needs_review] or ["- none"]
+    lines += [f"- {r['step']}: {cell(r.get('reason'))}" for r in view.needs_review] or ["- none"]
     if closed is not None:
         lines += ["", "## Closed", f"- {_closed_words(closed)}"]
         for item, text in {**closed.get("acceptance", {}), **closed.get("evidence", {})}.items():
-            lines.append(f"- evidence {item}: {text}")
-        lines += [f"- left unmet: {u}" for u in closed.get("unmet", [])]
+            lines.append(f"- evidence {cell(item, 40)}: {cell(text, 400)}")
+        lines += [f"- left unmet: {cell(u, 400)}" for u in closed.get("unmet", [])]
     return "\n".join(lines) + "\n"
 
 
@@ -99,8 +101,11 @@ def _run_section(plan: PlanSpec, marker: dict[str, Any], index: int) -> list[str
         f"- executor: {marker['executor']}; flow run: {marker.get('flow_run_id') or '-'}",
         f"- started from: {marker.get('started_from') or 'the beginning'}",
         f"- ran: {', '.join(marker['executed_steps']) or 'nothing'}",
-        f"- skipped as completed: {len(marker['skipped_steps'])}",
+        f"- skipped (done before): "
+        f"{len([s for s in marker['skipped_steps'] if s not in marker.get('left_out', {})])}",
     ]
+    if marker.get("left_out"):
+        lines.append(f"- left out (waymark skip): {', '.join(marker['left_out'])}")
     if marker["failed_steps"]:
         lines.append(f"- failed: {', '.join(marker['failed_steps'])}")
     verified: list[str] = []
@@ -131,7 +136,7 @@ def implementation_log_md(plan: PlanSpec, history: list[dict[str, Any]], view: P
     lines = [GENERATED_LINE, f"# Implementation log — {plan.title or plan.plan_id}", ""]
     for i, marker in enumerate(history, start=1):
         lines += _run_section(plan, marker, i) + [""]
-    open_problems = [f"- {r['step']}: {r.get('reason')}" for r in view.needs_review]
-    open_problems += [f"- {s.id}: {s.error}" for s in view.steps if s.status == "failed"]
+    open_problems = [f"- {r['step']}: {cell(r.get('reason'))}" for r in view.needs_review]
+    open_problems += [f"- {s.id}: {cell(s.error)}" for s in view.steps if s.status == "failed"]
     lines += ["## Open problems", *(open_problems or ["- none"])]
     return "\n".join(lines) + "\n"

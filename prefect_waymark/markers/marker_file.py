@@ -123,7 +123,10 @@ def verify_marker_file(
             f"({recorded[1]}), but this run opened ledger {ledger.ledger_id} "
             f"({shown_url(ledger.url)}); nothing ran. Running here would start the plan afresh "
             "on this ledger, actions included. Point --ledger (or $WAYMARK_LEDGER_URL) at the "
-            "plan's ledger, or pin it in the plan file (`ledger:`)."
+            "plan's ledger, or pin it in the plan file (`ledger:`). If this ledger was restored "
+            "from an export of that one, restore it with its identity instead, into a ledger "
+            "with no history: `waymark restore <export file> --ledger <new ledger URL> "
+            "--keep-identity`."
         )
     for i, (mine, theirs) in enumerate(zip(ledger_history, history, strict=False)):
         if mine != theirs:

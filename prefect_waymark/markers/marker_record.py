@@ -110,6 +110,8 @@ def build_marker(
         "started_from": summary.get("started_from"),
         "executed_steps": executed,
         "skipped_steps": list(summary.get("skipped_steps", [])),
+        # the plan's steps left out with `waymark skip` (step -> reason), as the run ended
+        "left_out": dict(summary.get("left_out") or {}),
         "failed_steps": list(summary.get("failed_steps", [])),
         "outputs": outputs,
         "receipts": receipts,

@@ -90,7 +90,7 @@ def render_run_marker(
                 [
                     len(executed),
                     len(failed),
-                    len(skipped),
+                    len([s for s in skipped if s not in (marker.get("left_out") or {})]),
                     len(_not_run(marker, view)),
                     len(marker.get("outputs", [])),
                     len(marker.get("receipts", [])),
@@ -163,7 +163,7 @@ def _reviews(view: PlanView, now: datetime) -> list[str]:
 
 def _not_run_section(marker: Mapping[str, Any], view: PlanView, skipped: list[str]) -> list[str]:
     rest = _not_run(marker, view)
-    if not rest and not skipped:
+    if not rest and not skipped and not marker.get("left_out"):
         return []
     out = ["", "## Not run in this run"]
     if rest:
@@ -171,18 +171,18 @@ def _not_run_section(marker: Mapping[str, Any], view: PlanView, skipped: list[st
         out += [f"- {code(sid)} — {_why_not_run(sid, view, marker)}" for sid in rest[:_LISTED]]
         if len(rest) > _LISTED:
             out.append(f"- … and {len(rest) - _LISTED} more")
-    left_out = [s for s in skipped if view.step(s).skipped is not None]  # `waymark skip`
-    done_before = [s for s in skipped if s not in left_out]
+    # `waymark skip`: before the run, or while it went on (the marker's left_out)
+    reasons = dict(marker.get("left_out") or {})
+    reasons.update({s: str(view.step(s).skipped) for s in skipped if view.step(s).skipped})
+    left_out = list(reasons)
+    done_before = [s for s in skipped if s not in reasons]
     if done_before:
         names = ", ".join(code(s) for s in done_before[:_LISTED])
         more = f" and {len(done_before) - _LISTED} more" if len(done_before) > _LISTED else ""
         out += ["", f"Skipped as completed by earlier runs: {names}{more}."]
     if left_out:
         out += ["", "Left out on purpose (`waymark skip`):", ""]
-        out += [
-            f"- {code(s)} — {cell(first_line(view.step(s).skipped), 160)}"
-            for s in left_out[:_LISTED]
-        ]
+        out += [f"- {code(s)} — {cell(first_line(reasons[s]), 160)}" for s in left_out[:_LISTED]]
         if len(left_out) > _LISTED:
             out.append(f"- … and {len(left_out) - _LISTED} more")
     return out

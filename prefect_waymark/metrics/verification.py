@@ -6,7 +6,8 @@ milestone verifies the steps it depends on, transitively, within that milestone;
 milestone is the plan's and verifies every step it depends on, transitively. A unit is covered
 when one of its verification steps has a completion (``step_completed``; a skip verifies nothing)
 later in the ledger than the last change — a completion, or an accepted review (an edited output
-accepted) — of every step it verifies.
+accepted) — of every step it verifies. A rerun request or a skip of a verification step voids
+its earlier completion (it has to complete again to count).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ PLAN_UNIT = "(plan)"
 
 class VerificationCoverage(Metric):
     name = "verification_coverage"
-    kinds = frozenset({EventKind.step_completed, EventKind.step_review_accepted})
+    kinds = frozenset(
+        {
+            EventKind.step_completed,
+            EventKind.step_review_accepted,
+            EventKind.step_rerun_requested,
+            EventKind.step_skipped,
+        }
+    )
 
     def __init__(self, given: MetricInput) -> None:
         super().__init__(given)
@@ -33,6 +41,9 @@ class VerificationCoverage(Metric):
 
     def feed(self, ev: ProgressEvent) -> None:
         step, seq = str(ev.step_id), ev.seq or 0
+        if ev.kind in (EventKind.step_rerun_requested, EventKind.step_skipped):
+            self.completed.pop(step, None)  # what it verified before no longer stands
+            return
         self.changed[step] = seq
         if ev.kind == EventKind.step_completed:
             self.completed[step] = seq

@@ -13,7 +13,7 @@ from ..models import ContractItem, GoalContract
 from .reading import shown
 from .spec import StepSpec
 
-__all__ = ["check_contract_links", "check_steps", "near"]
+__all__ = ["check_contract_links", "check_steps", "near", "repeated_item_ids"]
 
 
 def near(name: str, choices: list[str]) -> str:
@@ -106,6 +106,22 @@ def _output_problem(path: str, allow_outside: bool) -> str | None:
     return None
 
 
+def repeated_item_ids(contract: GoalContract) -> list[tuple[str, int, str, str]]:
+    """Every contract item whose id an earlier item already has, across ``acceptance`` and
+    ``exit_conditions`` (``A1``… for a plain acceptance string, ``E1``… for an exit condition):
+    (field, index, id, where it was first used)."""
+    seen: dict[str, str] = {}
+    out: list[tuple[str, int, str, str]] = []
+    for field, prefix in (("acceptance", "A"), ("exit_conditions", "E")):
+        for j, entry in enumerate(getattr(contract, field)):
+            item_id = entry.id if isinstance(entry, ContractItem) else f"{prefix}{j + 1}"
+            if item_id in seen:
+                out.append((field, j, item_id, seen[item_id]))
+            else:
+                seen[item_id] = f"{field}[{j}]"
+    return out
+
+
 def check_contract_links(steps: list[StepSpec], contract: Any, add: Any) -> None:
     """An inline contract's item ids are unique, and each step's ``serves`` names one of its
     acceptance items or exit conditions (a contract block is read at run time: its ids are not
@@ -116,18 +132,12 @@ def check_contract_links(steps: list[StepSpec], contract: Any, add: Any) -> None
                 if s.serves:
                     add(("steps", i, "serves"), "the plan has no goal contract: nothing to serve")
         return
-    for field, prefix in (("acceptance", "A"), ("exit_conditions", "E")):
-        seen: dict[str, int] = {}
-        for j, entry in enumerate(getattr(contract, field)):
-            item_id = entry.id if isinstance(entry, ContractItem) else f"{prefix}{j + 1}"
-            if item_id in seen:
-                add(
-                    ("contract", field, j),
-                    f"duplicate id {shown(item_id)} (first used by {field}[{seen[item_id]}]; "
-                    f"a plain string's id is {prefix} and its position)",
-                )
-            else:
-                seen[item_id] = j
+    for field, j, item_id, first in repeated_item_ids(contract):
+        add(
+            ("contract", field, j),
+            f"duplicate id {shown(item_id)} (first used by {first}; ids are unique across "
+            "acceptance and exit_conditions; a plain string's id is A or E and its position)",
+        )
     known = [*contract.acceptance_items(), *contract.exit_items()]
     for i, s in enumerate(steps):
         for j, item in enumerate(s.serves):

@@ -37,6 +37,8 @@ class RunSummary(BaseModel):
     executed_steps: list[str] = Field(default_factory=list)
     cached_steps: list[str] = Field(default_factory=list)
     skipped_steps: list[str] = Field(default_factory=list)
+    #: the plan's steps left out with ``waymark skip`` as the run ended: step -> reason
+    left_out: dict[str, str] = Field(default_factory=dict)
     failed_steps: list[str] = Field(default_factory=list)
     interrupted_steps: list[str] = Field(default_factory=list)
     needs_review: list[dict[str, Any]] = Field(default_factory=list)
@@ -59,7 +61,10 @@ class RunSummary(BaseModel):
                 f"  recovered from Prefect's cache (finished before a crash): "
                 f"{', '.join(self.cached_steps)}"
             )
-        lines.append(f"  skipped as completed: {len(self.skipped_steps)}")
+        before = [s for s in self.skipped_steps if s not in self.left_out]
+        lines.append(f"  skipped (done before): {len(before)}")
+        if self.left_out:
+            lines.append(f"  left out (waymark skip): {', '.join(self.left_out)}")
         if self.interrupted_steps:
             again = ", ".join(self.interrupted_steps)
             lines.append(f"  interrupted by a dead run, run again: {again}")

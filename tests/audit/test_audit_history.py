@@ -51,6 +51,7 @@ class Moment:
     at: datetime
     status: dict[str, Any]
     code: int
+    text: str  # the very bytes status printed
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,27 @@ class History:
 
 
 def status(plan: Path, *args: str) -> tuple[dict[str, Any], int]:
+    doc, code, _ = status_text(plan, *args)
+    return doc, code
+
+
+def status_text(plan: Path, *args: str) -> tuple[dict[str, Any], int, str]:
     proc = run_cli("status", str(plan), "--json", *args)
     assert proc.returncode in (0, 1, 3, 4), proc.stderr
     doc: dict[str, Any] = json.loads(proc.stdout)
-    return doc, proc.returncode
+    return doc, proc.returncode, proc.stdout
 
 
 def replay(plan: Path, at: str, *args: str) -> tuple[dict[str, Any], int, str]:
+    doc, code, err, _ = replay_text(plan, at, *args)
+    return doc, code, err
+
+
+def replay_text(plan: Path, at: str, *args: str) -> tuple[dict[str, Any], int, str, str]:
     proc = run_cli("replay", str(plan), "--at", at, "--json", *args)
     assert proc.returncode in (0, 1, 3, 4), proc.stderr
     doc: dict[str, Any] = json.loads(proc.stdout)
-    return doc, proc.returncode, proc.stderr
+    return doc, proc.returncode, proc.stderr, proc.stdout
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +95,9 @@ def history(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> Hi
     def keep(what: str) -> None:
         with open_ledger(url, create=False) as led:
             last = led.events(PLAN_ID)[-1]
-        doc, code = status(plan)
+        doc, code, text = status_text(plan)
         assert last.seq is not None
-        moments.append(Moment(what, last.seq, last.at, doc, code))
+        moments.append(Moment(what, last.seq, last.at, doc, code, text))
 
     assert run_inprocess(plan, max_steps=1).result == "stopped"
     keep("max-steps stop")
@@ -121,10 +132,11 @@ def test_the_history_moves_through_every_kind_of_stop(history: History) -> None:
 
 def test_replay_at_each_seq_and_time_prints_what_status_printed(history: History) -> None:
     for m in history.moments:
-        doc, code, _ = replay(history.plan, str(m.seq))
+        doc, code, _, text = replay_text(history.plan, str(m.seq))
         assert (doc, code) == (m.status, m.code), m.what
-        doc, code, _ = replay(history.plan, m.at.isoformat())
-        assert (doc, code) == (m.status, m.code), m.what
+        assert text == m.text, m.what  # byte for byte, key order included
+        doc, code, _, text = replay_text(history.plan, m.at.isoformat())
+        assert (doc, code, text) == (m.status, m.code, m.text), m.what
     # A time between two moments: the earlier one's view (with another timezone's offset).
     first, second = history.moments[0], history.moments[1]
     between = first.at + (second.at - first.at) / 2
@@ -220,9 +232,16 @@ def test_a_restored_ledger_gives_the_same_status_receipts_and_export(
     proc = run_cli("restore", str(export), "--ledger", ledger_url)
     assert proc.returncode == 0, proc.stderr
     assert f"restored plan '{PLAN_ID}'" in proc.stdout
+    assert "***" not in proc.stdout  # the closing hint is a command that works as printed
+    hint = proc.stdout.split("Read it with `", 1)[1].split("`", 1)[0]
+    assert hint == f"waymark status <plan file> --ledger {ledger_url}"  # no password in it
 
     final = history.moments[-1]
-    assert status(history.plan, "--ledger", ledger_url) == (final.status, final.code)
+    assert status_text(history.plan, "--ledger", ledger_url) == (
+        final.status,
+        final.code,
+        final.text,
+    )
     assert receipts_json(history.plan, "--ledger", ledger_url) == receipts_json(history.plan)
     again = export_lines(history.plan, "--ledger", ledger_url)
     assert _body(again) == _body(original)
@@ -260,6 +279,9 @@ def test_a_plan_goes_on_from_a_restored_ledger_only_with_its_identity(
     refused = run_cli("run", str(plan), "--ledger", other)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "was run on ledger" in refused.stderr and "but this run opened ledger" in refused.stderr
+    assert "waymark restore <export file> --ledger <new ledger URL> --keep-identity" in " ".join(
+        refused.stderr.split()
+    )
     assert (workdir / "EXECUTION_MARKER.json").read_text() == marker_before
 
     same = f"sqlite:///{tmp_path / 'same.db'}"

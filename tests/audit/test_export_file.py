@@ -93,10 +93,36 @@ def _edit(lines: list[str], n: int, **changes: Any) -> list[str]:
     return [*lines[: n - 1], json.dumps(doc), *lines[n:]]
 
 
+def _drop(lines: list[str], n: int, name: str) -> list[str]:
+    doc = json.loads(lines[n - 1])
+    del doc[name]
+    return [*lines[: n - 1], json.dumps(doc), *lines[n:]]
+
+
 def _bad_files(lines: list[str]) -> dict[str, tuple[list[str], str]]:
     """Each bad export and what the refusal must say (``{f}``: the file)."""
     marker_at = next(i for i, t in enumerate(lines, 1) if '"type": "marker"' in t)
+    last = len(lines)  # the receipt line
+    kinds = json.loads(lines[0])["kinds"]
+    swapped = {**kinds, "run_started": 0, "step_started": kinds["step_started"] + 1}
     return {
+        "seq_sqlite": (_edit(lines, 2, seq=2**63), "{f}:2: seq: "),
+        "seq_postgres": (_edit(lines, 2, seq=2**31), "{f}:2: seq: "),
+        "key_long": (_edit(lines, last, key="k" * 401), f"{{f}}:{last}: key: "),
+        "ledger_id_long": (_edit(lines, 1, ledger_id="x" * 257), "{f}:1: ledger_id: "),
+        "ledger_id_empty": (_edit(lines, 1, ledger_id=""), "{f}:1: ledger_id: "),
+        "plan_id": (_edit(lines, 1, plan_id="../../etc/passwd"), "{f}:1: plan_id: "),
+        "at_number": (_edit(lines, 3, at=12345), "{f}:3: at: "),
+        "exported_number": (_edit(lines, 1, exported_at=12345), "{f}:1: exported_at: "),
+        "receipt_field": (_drop(lines, last, "token"), f"{{f}}:{last}: token: "),
+        "receipt_naive": (
+            _edit(lines, last, intent_at="2026-12-01T10:00:00"),
+            f"{{f}}:{last}: intent_at: ",
+        ),
+        "claims": (_edit(lines, last, claims=-5), f"{{f}}:{last}: claims: "),
+        "receipt_first": ([lines[0], lines[-1], *lines[1:-1]], "{f}:3: type: 'event' after a"),
+        "kinds": (_edit(lines, 1, kinds=swapped), "{f}:1: kinds.run_started: the header says 0"),
+        "blank_inside": ([*lines[:3], " ", *lines[3:]], "{f}:4: an empty line inside"),
         "schema": (_edit(lines, 1, schema_version=2), "{f}:1: schema_version: 2"),
         "kind": (_edit(lines, 3, kind="step_teleported"), "{f}:3: kind: "),
         "json": ([*lines[:3], "{not json", *lines[4:]], "{f}:4: not a JSON object"),
@@ -111,6 +137,20 @@ def _bad_files(lines: list[str]) -> dict[str, tuple[list[str], str]]:
 
 
 BAD_CASES = (
+    "seq_sqlite",
+    "seq_postgres",
+    "key_long",
+    "ledger_id_long",
+    "ledger_id_empty",
+    "plan_id",
+    "at_number",
+    "exported_number",
+    "receipt_field",
+    "receipt_naive",
+    "claims",
+    "receipt_first",
+    "kinds",
+    "blank_inside",
     "schema",
     "kind",
     "json",
@@ -229,3 +269,90 @@ def test_an_export_of_a_renamed_plan_restores_the_rename(tmp_path: Path) -> None
         with pytest.raises(LedgerError, match="renamed to 'new'"):
             led.record("old", EventKind.step_started, step_id="c", run_id="r9")
         assert led.events("old")[-1].kind == EventKind.plan_renamed
+
+
+def test_empty_lines_at_the_end_are_fine(good_lines: list[str], tmp_path: Path) -> None:
+    export = tmp_path / "audit.jsonl"
+    export.write_text("".join(f"{t}\n" for t in good_lines) + "\n  \n\n")
+    target = tmp_path / "restored.db"
+    proc = cli("restore", str(export), "--ledger", f"sqlite:///{target}")
+    assert proc.returncode == 0, proc.stderr
+    with open_ledger(f"sqlite:///{target}", create=False) as led:
+        assert len(led.events("exported")) == EVENTS
+
+
+def test_a_refusal_after_the_lines_were_read_leaves_no_ledger_nor_folder(
+    good_lines: list[str], tmp_path: Path
+) -> None:
+    """No events (the header alone), and seqs that would pass 2^31 - 1 once moved up: refused
+    by the ledger with exit 2; a new ledger file, and the folders made for it, are removed."""
+    header = json.loads(good_lines[0])
+    empty = tmp_path / "empty.jsonl"
+    header_only = {**header, "last_seq": 0, "counts": dict.fromkeys(header["counts"], 0)}
+    empty.write_text(json.dumps({**header_only, "kinds": {}}) + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = cli("restore", str(empty), "--workdir", str(work))  # the default: work/.waymark/
+    assert proc.returncode == 2 and "has no event" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and list(work.iterdir()) == []
+
+    top = 2**31 - 1  # the last seq PostgreSQL's integer column holds
+    shift = top - header["last_seq"]
+    lines = [json.dumps({**header, "last_seq": top})]
+    for text in good_lines[1:]:
+        doc = json.loads(text)
+        if "seq" in doc:
+            doc["seq"] += shift
+        lines.append(json.dumps(doc))
+    high = tmp_path / "high.jsonl"
+    high.write_text("".join(f"{t}\n" for t in lines))
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"  # alone in a ledger, those seqs fit
+    assert cli("restore", str(high), "--ledger", fresh).returncode == 0
+    other = _edit(_edit(good_lines, 1, plan_id="other"), len(good_lines), key="other/pay/pay")
+    low = tmp_path / "other.jsonl"  # seq 1..: it would move up past the ledger's last seq
+    low.write_text("".join(f"{t}\n" for t in other))
+    proc = cli("restore", str(low), "--ledger", fresh)
+    assert proc.returncode == 2 and "beyond the largest" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    with open_ledger(fresh, create=False) as led:
+        assert led.events("other") == [] and led.receipts("other") == []
+
+
+def test_keep_identity_needs_an_identity_to_keep(good_lines: list[str], tmp_path: Path) -> None:
+    export = tmp_path / "schema1.jsonl"
+    export.write_text(
+        "".join(f"{t}\n" for t in [_edit(good_lines, 1, ledger_id=None)[0], *good_lines[1:]])
+    )
+    target = tmp_path / "new" / "ledger.db"
+    proc = cli("restore", str(export), "--ledger", f"sqlite:///{target}", "--keep-identity")
+    assert proc.returncode == 2 and f"{export}:1: ledger_id: null" in proc.stderr
+    assert "restore without --keep-identity" in proc.stderr and not target.parent.exists()
+    assert cli("restore", str(export), "--ledger", f"sqlite:///{target}").returncode == 0
+
+
+def test_export_never_writes_over_a_ledger_nor_into_waymarks_folder(plan: Path) -> None:
+    db = plan.parent / ".waymark" / "ledger.db"
+    before = db.read_bytes()
+    for out in (db, db.with_name("ledger.db-wal"), db.with_name("ledger.db-journal")):
+        proc = cli("export", str(plan), "-o", str(out), "--force")
+        assert proc.returncode == 2 and "the ledger's own file" in proc.stderr, proc.stderr
+        assert "--force" not in proc.stderr
+    inside = plan.parent / ".waymark" / "audit.jsonl"
+    proc = cli("export", str(plan), "-o", str(inside))
+    assert proc.returncode == 2 and "inside a .waymark folder" in proc.stderr
+    assert not inside.exists() and db.read_bytes() == before
+    with open_ledger(f"sqlite:///{db}", create=False) as led:
+        assert len(led.events("exported")) == EVENTS
+
+
+def test_the_closing_hint_of_a_restore_never_prints_a_password() -> None:
+    from prefect_waymark.cli.audit_command import _read_hint
+
+    url = "postgresql+psycopg://postgres:s3cret@db.example:5432/waymark"
+    given = _read_hint(url, url)
+    assert "s3cret" not in given and "***" not in given
+    assert '`waymark status <plan file> --ledger "$WAYMARK_LEDGER_URL"`' in given
+    assert "s3cret" not in _read_hint(url, None)  # from $WAYMARK_LEDGER_URL: it still says so
+    assert "`waymark status <plan file>`" in _read_hint(url, None)
+    plain = "sqlite:////tmp/x.db"
+    assert _read_hint(plain, plain) == f"Read it with `waymark status <plan file> --ledger {plain}`"

@@ -103,7 +103,7 @@ def test_without_git_the_boundary_records_the_problem_and_the_files(
     assert data["created"] == ["made.txt"] and data["temporary"] == ["gone.tmp"]
     assert any("git is not installed" in e for e in data["errors"])
     assert any("ledger gone" in e for e in data["errors"])
-    assert (tmp_path / ".waymark" / "manifest.json").is_file()
+    assert (tmp_path / ".waymark" / "manifest-p.json").is_file()
     assert b.end(led, "run-1") is data  # computed once
 
 
@@ -142,7 +142,7 @@ def test_a_damaged_stored_manifest_or_a_failing_end_never_raises(
             return None
 
     (tmp_path / ".waymark").mkdir()
-    (tmp_path / ".waymark" / "manifest.json").write_text('{"version": 1, "files": [[1]]}')
+    (tmp_path / ".waymark" / "manifest-p.json").write_text('{"version": 1, "files": [[1]]}')
     (tmp_path / "sub" / ".waymark").mkdir(parents=True)  # another copy's state: left out
     (tmp_path / "sub" / ".waymark" / "ledger.db").write_text("x")
     b = RunBoundary.begin(spec, Ledger(), tmp_path, tmp_path, logging.getLogger("t"))  # type: ignore[arg-type]

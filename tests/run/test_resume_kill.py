@@ -183,7 +183,7 @@ def test_max_steps_then_new_process_gets_upstream_values_from_persisted_results(
 
     second = run_cli("resume", str(plan))
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "skipped as completed: 1" in second.stdout
+    assert "skipped (done before): 1" in second.stdout
     assert "steps run: 1 (consume)" in second.stdout
     got = json.loads((tmp_path / "consumed.json").read_text())
     assert got["n"] == 42
