@@ -19,6 +19,7 @@ WaymarkError
 ├── StepError                 a step failed (its command exited non-zero, its callable raised)
 │   ├── ShellStepError        a ``run:`` command exited non-zero; carries the output's tail
 │   ├── ForbiddenActionError  a step tried an action the goal contract forbids
+│   ├── SubplanFailed         a ``plan:`` step's sub-plan failed or stopped; carries its summary
 │   └── PlanRunFailed         a run ended with failed steps; carries the run's summary
 ├── NeedsReview               a step must stop for a person (the run records needs_review)
 │   └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
@@ -31,7 +32,8 @@ WaymarkError
 ├── CloseError                a skip or close the plan's state or the input does not allow (exit 2)
 ├── HookPlanInvalid           the plan a hook answers for has problems (one line, the first)
 ├── ShellTooDeep              a command a hook reads nests too deep to be read (also a ValueError)
-└── ShellUnclosed             a command a hook reads has a quote or substitution never closed
+├── ShellUnclosed             a command a hook reads has a quote or substitution never closed
+└── TaskRunnerError           an unknown task runner, or dask without prefect-dask (exit 2)
 
 Importing this module is cheap (no Prefect, no pydantic): the records some errors carry are
 named for type checkers only.
@@ -73,6 +75,8 @@ __all__ = [
     "ShellStepError",
     "StateRefsBlockError",
     "StepError",
+    "SubplanFailed",
+    "TaskRunnerError",
     "TransitionError",
     "UnknownRefKind",
     "UnwritablePathError",
@@ -222,6 +226,9 @@ class ShellStepError(StepError):
         super().__init__(message)
         self.output_tail = output_tail
 
+    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, read in the flow's
+        return (type(self), (str(self), self.output_tail))
+
 
 class ForbiddenActionError(StepError):
     """A step tried an irreversible action that the goal contract's ``forbidden`` list names."""
@@ -362,3 +369,22 @@ class PlanClosedError(LedgerError):
 class ExportFileError(WaymarkError):
     """A file ``waymark restore`` reads is not an audit export it can restore: each problem
     names the file, the line and the field (exit 2); nothing was written."""
+
+
+# Task runners: threads, processes, Dask (issue 15, item 1: prefect_waymark/runners).
+class TaskRunnerError(WaymarkError, ValueError):
+    """``--task-runner`` / ``task_runner`` names no runner, or ``dask`` without prefect-dask
+    installed, or a Dask address with another runner (exit 2); nothing was started."""
+
+
+# Sub-plans as subflows (issue 15, item 2: prefect_waymark/subplans).
+class SubplanFailed(StepError):
+    """A ``plan:`` step's sub-plan failed (its error names the sub-plan's failed step) or
+    stopped before completing; carries the sub-plan's summary."""
+
+    def __init__(self, message: str, summary: dict[str, Any] | None = None) -> None:
+        self.summary = dict(summary or {})
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.summary))

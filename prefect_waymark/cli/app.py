@@ -27,6 +27,7 @@ from .init_command import init
 from .metrics_command import metrics
 from .options import (
     ByOpt,
+    DaskAddressOpt,
     ExecutorOpt,
     LedgerOpt,
     MarkersDirOpt,
@@ -34,6 +35,7 @@ from .options import (
     PlanArg,
     ReasonOpt,
     ResultsOpt,
+    TaskRunnerOpt,
     UntilOpt,
     WorkdirOpt,
 )
@@ -82,6 +84,7 @@ def status(
     deployment runs the plan, its schedule and next run are read from the Prefect server."""
     from ..ledger import Ledger
     from ..ledger.progress_view import build_view
+    from ..subplans.status import subplan_rows
     from .status_extras import ledger_extras, status_exit_code
     from .status_output import print_json, print_table
 
@@ -108,6 +111,7 @@ def status(
             # The keys from the plan's last events: the same function as `waymark replay`.
             found, deployment_id = ledger_extras(lambda kinds: led.last_event(spec.plan_id, kinds))
             extra.update(found)
+            extra.update(subplan_rows(spec, led.step_states))  # `plan:` steps' progress rows
     if led is not None and deployment_id:  # a deployment runs the plan: its schedule, next run
         from .status_deployment import deployment_status
 
@@ -129,6 +133,8 @@ def _run(
     executor: str | None,
     markers_dir: Path | None = None,
     results: str | None = None,
+    task_runner: str | None = None,
+    dask_address: str | None = None,
 ) -> None:
     spec = load_or_exit(plan)
     if until is not None and until not in {s.id for s in spec.steps}:
@@ -138,7 +144,12 @@ def _run(
     wd = workdir_for(spec, workdir)
     from ..errors import WaymarkError
     from ..run.env_settings import seconds_from_env
+    from ..runners.choice import check_task_runner
 
+    try:
+        check_task_runner(task_runner, dask_address)
+    except WaymarkError as exc:
+        fail(str(exc))
     for name in ("WAYMARK_REVIEW_WAIT_SECONDS", "WAYMARK_AGENT_WAIT_SECONDS"):
         try:
             seconds_from_env(name)
@@ -157,6 +168,8 @@ def _run(
         markers_dir=markers_dir,
         checked=True,
         results=results,
+        task_runner=task_runner,
+        dask_address=dask_address,
     )
     raise typer.Exit(code)
 
@@ -171,13 +184,18 @@ def run(
     executor: ExecutorOpt = None,
     markers_dir: MarkersDirOpt = None,
     results: ResultsOpt = None,
+    task_runner: TaskRunnerOpt = None,
+    dask_address: DaskAddressOpt = None,
 ) -> None:
     """Run a plan, or continue it where the last run stopped.
 
     Exit codes: 0 completed, 1 a step failed, 2 bad input, 3 stopped with steps remaining,
     4 stopped for review.
     """
-    _run(plan, workdir, ledger, max_steps, until, executor, markers_dir, results)
+    _run(
+        plan, workdir, ledger, max_steps, until, executor, markers_dir, results, task_runner,
+        dask_address,
+    )  # fmt: skip
 
 
 # `waymark resume` is the same command under the name people reach for the next day.

@@ -133,6 +133,7 @@ def replay(
     showed then (without the deployment line, which is read live). Reads the ledger only."""
     from ..audit.replay import events_until, fold_states, parse_point
     from ..ledger.progress_view import build_view
+    from ..subplans.status import subplan_rows
     from ._common import open_reader_or_exit
     from .status_extras import last_event_in, ledger_extras, status_exit_code
     from .status_output import print_json, print_table
@@ -145,12 +146,20 @@ def replay(
     wd = workdir_for(spec, workdir)
     led = open_reader_or_exit(ledger, wd, plan=spec)
     events: list[ProgressEvent] = []
+    # A parent's `plan:` steps: their sub-plans' states at the same point (same ledger, so
+    # the same seq numbers and clock), for the rows `waymark status` shows.
+    sub_ids = [s.subplan_spec.plan_id for s in spec.steps if s.subplan_spec is not None]
+    sub_events: dict[str, list[ProgressEvent]] = {}
     if led is not None:
         with led:
             events = led.events(spec.plan_id)
+            sub_events = {pid: led.events(pid) for pid in sub_ids}
     shown = events_until(events, point)
     _say_where(point, events, shown, spec.plan_id)
     extra, _deployment = ledger_extras(last_event_in(shown))
+    extra.update(
+        subplan_rows(spec, lambda pid: fold_states(events_until(sub_events.get(pid, []), point)))
+    )
     view = build_view(spec, fold_states(shown))
     if as_json:
         print_json(view, extra)

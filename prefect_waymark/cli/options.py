@@ -9,6 +9,7 @@ import typer
 
 __all__ = [
     "ByOpt",
+    "DaskAddressOpt",
     "ExecutorOpt",
     "LedgerOpt",
     "MarkersDirOpt",
@@ -16,6 +17,7 @@ __all__ = [
     "PlanArg",
     "ReasonOpt",
     "ResultsOpt",
+    "TaskRunnerOpt",
     "UntilOpt",
     "WorkdirOpt",
 ]
@@ -59,5 +61,21 @@ ResultsOpt = Annotated[
         help="Result storage shared by every runner: an absolute folder path or a saved "
         "file-system block's slug (e.g. "
         "local-file-system/team-results); step results and declared outputs are kept there.",
+    ),
+]
+TaskRunnerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task-runner",
+        help="Where the steps run: threads (default: Prefect's thread pool), processes "
+        "(ProcessPoolTaskRunner) or dask (DaskTaskRunner: pip install 'prefect-waymark[dask]').",
+    ),
+]
+DaskAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dask-address",
+        help="With --task-runner dask: the scheduler, e.g. tcp://HOST:8786 "
+        "(default: a temporary local cluster).",
     ),
 ]

@@ -21,6 +21,7 @@ from ..review.suspend import (
 )
 from ..run import exit_codes
 from ..run.identity import default_executor
+from ..subplans.answers import answer_subplans
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
 
 __all__ = ["review_command"]
@@ -55,6 +56,8 @@ def review_command(
         unanswered = {s.flow_run_id for s in _suspensions(led, spec.plan_id) if not s.answered}
         try:
             done = apply_decision(led, spec, decision, step_id=step, by=who, reason=reason)
+            # A `plan:` step's stop: the same answer for its sub-plan's stops (subplans/).
+            done += answer_subplans(led, spec, decision, by=who, reason=reason)
         except (ReviewError, PlanClosedError) as exc:  # closed: the ledger takes no rerun
             print(f"waymark: {exc}", file=sys.stderr)
             return exit_codes.BAD_INPUT

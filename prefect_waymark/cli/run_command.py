@@ -52,6 +52,8 @@ def run_from_cli(
     markers_dir: Path | None = None,
     checked: bool = False,
     results: str | None = None,
+    task_runner: str | None = None,
+    dask_address: str | None = None,
 ) -> int:
     """Run the plan in a flow run and map its end to an exit code. ``checked``: the caller has
     checked ``until`` and the marker files already (``waymark run`` does, before Prefect starts);
@@ -84,6 +86,8 @@ def run_from_cli(
             markers_dir=str(markers_dir) if markers_dir is not None else None,
             checked=checked,
             result_storage=results,
+            task_runner=task_runner,
+            dask_address=dask_address,
             return_state=True,
         )
     except Exception as exc:  # noqa: BLE001 - e.g. the Prefect API went away mid-run

@@ -31,6 +31,8 @@ def _in_key_order(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
+    extra = dict(extra)
+    subplans = extra.pop("subplans", {})  # `plan:` steps' rows (subplans/status.py)
     doc: dict[str, Any] = {
         "plan_id": view.plan_id,
         "title": view.title,
@@ -41,7 +43,10 @@ def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
         "blocked": view.blocked,
         "needs_review": [_in_key_order(item) for item in view.needs_review],
         "counts": view.counts,
-        "steps": [s.model_dump() for s in view.steps],
+        "steps": [
+            {**s.model_dump(), **({"subplan": subplans[s.id]} if s.id in subplans else {})}
+            for s in view.steps
+        ],
     }
     doc.update(extra)
     if extra.get("closed"):  # `waymark close`: the final states stay; nothing is next
@@ -78,6 +83,10 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
         style = _STYLE.get(s.status, "")
         if s.skipped is not None:  # `waymark skip`: completed without running
             status, style = escape(f"skipped: {cell(s.skipped, 60)}"), "dim green"
+        if s.id in extra.get("subplans", {}):  # a `plan:` step: its sub-plan's progress
+            from ..subplans.status import subplan_cell
+
+            status += escape(f" — {subplan_cell(extra['subplans'][s.id])}")
         table.add_row(
             s.id,
             f"[{style}]{status}[/]" if style else status,

@@ -7,12 +7,12 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, cast
 
 from prefect import Task
 from prefect.client.schemas.objects import State
 from prefect.futures import PrefectFuture
+from prefect.task_runners import TaskRunner
 
 from ..errors import BranchBusyError, PlanClosedError, TransitionError, WaymarkError
 from ..guards.base import GuardBase, Guards
@@ -23,6 +23,8 @@ from ..run.observers import RunObserver
 from ..run.results import ResultAccess, StorageSpec
 from ..run.resume import take_over_dead
 from ..run.runtime import StepRuntime
+from ..runners.remote import RemoteRuntime
+from ..runners.submit import Launcher
 from ..tasks.cache_policy import step_result_key
 from ..tasks.step_task import step_task
 from ._step_records import LoopOutcome, StepRecords
@@ -32,6 +34,7 @@ __all__ = ["LoopOutcome", "PlanLoop"]
 
 RELEASE_KINDS = [*RELEASE_EVENT_KINDS, EventKind.step_needs_review, EventKind.step_blocked]
 Launch = tuple[Task[..., Any], tuple[Any, ...]]  # a claimed step's task and its arguments
+STEP_PARAMS = ("runtime", "step_id", "upstream", "result_key")  # waymark_step's, in order
 
 
 class PlanLoop(StepRecords):
@@ -55,6 +58,7 @@ class PlanLoop(StepRecords):
         agent_wait_seconds: float = 0,
         guards: list[GuardBase] | None = None,
         observers: list[RunObserver] | None = None,
+        task_runner: TaskRunner[Any] | None = None,
     ) -> None:
         gate = runtime.gate or ReviewGate(runtime.plan, runtime.ledger, runtime.run_id, logger)
         super().__init__(
@@ -71,6 +75,8 @@ class PlanLoop(StepRecords):
         self.poll = poll_seconds
         self.lease = lease_seconds
         self.agent_wait = agent_wait_seconds
+        #: Submits step tasks to ``task_runner`` (else the flow run's own) and waits for them.
+        self.launcher = Launcher(task_runner)
         self._agent_deadline: float | None = None
         self._announced_waits: set[str] = set()
         self.branches = {s.branch for s in self.plan.steps}
@@ -143,7 +149,10 @@ class PlanLoop(StepRecords):
         try:
             self._schedule(out)
         finally:
-            stop.set()
+            try:
+                self.launcher.close()  # holds stay renewed while a runner winds down
+            finally:
+                stop.set()
 
     def _schedule(self, out: LoopOutcome) -> None:
         running = self._running
@@ -196,9 +205,10 @@ class PlanLoop(StepRecords):
                 # must not run; their holds are released (they are pending again).
                 self.release_running([sid for sid, _ in launches], "the plan was aborted")
                 break
-            if len(launches) == 1 and not running:
+            if len(launches) == 1 and not running and self.launcher.in_process:
                 # The only step that can run now: run it in this thread. A thread pool
-                # hand-off costs ~1 ms per step, a fifth of a no-op task run.
+                # hand-off costs ~1 ms per step, a fifth of a no-op task run. (Another
+                # runner's steps always go to it: that is where their resources are.)
                 sid, (task, args) = launches[0]
                 self._inline = sid
                 state = cast("State[Any]", task(*args, return_state=True))
@@ -207,7 +217,8 @@ class PlanLoop(StepRecords):
                 self.finish(sid, state, out, failed_here)
                 continue
             for sid, (task, args) in launches:
-                running[task.submit(*args)] = sid
+                params = dict(zip(STEP_PARAMS, args, strict=True))
+                running[self.launcher.submit(task, params)] = sid
             if not running and not launches and not review_stop:
                 if self._wait_for_checkins(out, failed_here):
                     busy_until.clear()
@@ -230,12 +241,8 @@ class PlanLoop(StepRecords):
                 busy_until.clear()
                 self.refresh()
                 continue
-            done, _ = wait(
-                [f.wrapped_future for f in running],  # type: ignore[attr-defined]
-                timeout=self.poll,
-                return_when=FIRST_COMPLETED,
-            )
-            for fut in [f for f in running if f.wrapped_future in done]:  # type: ignore[attr-defined]
+            done = self.launcher.first_done(running, self.poll)  # Prefect's as_completed
+            for fut in [f for f in running if f in done]:
                 sid = running.pop(fut)
                 active.discard(self.specs[sid].branch)
                 fut.wait()
@@ -337,7 +344,9 @@ class PlanLoop(StepRecords):
         self.status[sid] = "in_progress"
         self.result_keys[sid] = key
         task = step_task(spec, None, self.storage)  # one shared task per step shape
-        return task, (self.rt, sid, upstream, key)
+        if self.launcher.in_process:
+            return task, (self.rt, sid, upstream, key)
+        return task, (RemoteRuntime.of(self.rt, self.lease), sid, upstream, key)
 
     def _stopped_by_close(self, out: LoopOutcome) -> None:
         """The run's words for a close while it went on (one read: the steps it ended since)."""

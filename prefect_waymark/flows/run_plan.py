@@ -21,7 +21,7 @@ from prefect.runtime import flow_run
 from ..agents.flow_suspend import record_checkin_suspension
 from ..boundary import RunBoundary
 from ..closing.closed import refuse_closed_run
-from ..errors import PlanRunFailed, WaymarkError
+from ..errors import PlanRunFailed
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
 from ..guards.outputs import OutputsGuard
@@ -36,7 +36,6 @@ from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers
 from ..markers.artifacts import run_observers
 from ..models import utcnow
-from ..plan.loader import load_plan, validate_plan_data
 from ..plan.spec import PlanSpec
 from ..review.gate import ReviewGate
 from ..review.suspend import (
@@ -58,7 +57,11 @@ from ..run.runtime import StepRuntime
 from ..run.schedule_lifecycle import after_deployment_run, own_deployment_id
 from ..run.slot_budget import SlotBudget, slot_budget
 from ..run.summary import RunResult, RunSummary
+from ..runners.choice import loop_runner
+from ..subplans.answers import settle_answered_subplans
+from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from .next_start import next_reason, waiting_reason
+from .plan_input import check_until, load_plan_input
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
@@ -69,21 +72,6 @@ __all__ = ["AGENT_WAIT_ENV", "REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
 REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
 #: The default of ``agent_wait_seconds``.
 AGENT_WAIT_ENV = "WAYMARK_AGENT_WAIT_SECONDS"
-
-
-def _load(plan: str | dict[str, Any] | PlanSpec, workdir: str | None) -> PlanSpec:
-    if isinstance(plan, PlanSpec):
-        return plan
-    if isinstance(plan, dict):
-        base = Path(workdir) if workdir else Path.cwd()
-        return validate_plan_data(plan, source="<plan parameter>", base_dir=base)
-    return load_plan(plan)
-
-
-def check_until(spec: PlanSpec, until: str | None) -> None:
-    """``until`` must name a step of the plan."""
-    if until is not None and until not in {s.id for s in spec.steps}:
-        raise WaymarkError(f"until: plan {spec.plan_id!r} has no step {until!r}")
 
 
 @flow(name="waymark-run-plan", flow_run_name=run_name, log_prints=True, validate_parameters=False)
@@ -101,6 +89,9 @@ def run_plan(
     review_wait_seconds: float | None = None,
     checked: bool = False,
     agent_wait_seconds: float | None = None,
+    task_runner: str | None = None,
+    dask_address: str | None = None,
+    subplan_of: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run a plan, continuing where the last run stopped.
 
@@ -131,15 +122,20 @@ def run_plan(
             in the way, wait this long for their check-in (``waymark done``) and go on; 0 ends
             the run at once, "waiting for <owner>" (exit 3). Default:
             ``$WAYMARK_AGENT_WAIT_SECONDS``, else 0.
+        task_runner: ``threads`` | ``processes`` | ``dask`` (default: the flow's own runner);
+        dask_address: the Dask scheduler for ``dask`` (default: a temporary local cluster).
+        subplan_of: set by a ``plan:`` step running this plan as its sub-plan: the parent's
+            plan, step and run, and its forbidden list (subplans/run_step.py).
 
     Returns the summary dict, raises :class:`PlanRunFailed` if a step failed (states: prefect_ui).
     """
     install_log_filters()
     logger = get_run_logger()
-    spec = _load(plan, workdir)
+    spec = load_plan_input(plan, workdir)
     wd = Path(workdir).resolve() if workdir else (spec.base_dir or Path.cwd()).resolve()
     if not checked:
         check_until(spec, until)
+    runner = loop_runner(task_runner, dask_address)  # a bad name: TaskRunnerError, no record
     if review_wait_seconds is None:
         review_wait_seconds = seconds_from_env(REVIEW_WAIT_ENV)
     if agent_wait_seconds is None:
@@ -177,6 +173,7 @@ def run_plan(
             publish_artifacts=publish_artifacts,
             keeps_outputs=result_storage is not None,
             boundary=RunBoundary.begin(spec, ledger, wd, folder, logger),
+            subplan_of=subplan_of,
         )
         # A deployment's budget is per schedule slot: runs triggered together share it.
         budget = slot_budget(ledger, spec.plan_id, max_steps)
@@ -210,6 +207,7 @@ def run_plan(
             max_steps=max_steps,
             until=until,
             **slot,
+            **link_fields(subplan_of),  # a sub-plan's run names its parent plan, step and run
         )
         try:
             summary, states, view, suspend = _run_steps(
@@ -222,6 +220,7 @@ def run_plan(
                 review_wait_seconds,
                 budget,
                 agent_wait_seconds,
+                runner,
             )
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
             record_crash(run, exc)
@@ -250,6 +249,7 @@ def _run_steps(
     review_wait_seconds: float,
     budget: SlotBudget | None = None,
     agent_wait_seconds: float = 0,
+    runner: Any = None,
 ) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str | None] | None]:
     """Run the steps; return the summary and the step states read at the end, with their view,
     and — a deployment's run that stops for review — the pause key and form text to suspend
@@ -262,7 +262,7 @@ def _run_steps(
     report = prepare_resume(ledger, spec, run.run_id)
     for sid in report.interrupted:
         logger.warning("step %s was left in_progress by a dead run: running it again", sid)
-    if report.interrupted:
+    if settle_answered_subplans(ledger, spec, run.run_id) or report.interrupted:
         states = ledger.step_states(spec.plan_id)
     # The guards of a run, in the order they are asked: completed steps' definitions and
     # results first, then re-anchoring (a contract or state conflict stops a step before the
@@ -276,6 +276,7 @@ def _run_steps(
             reanchor,
             ReceiptConsistencyGuard(),
             OutputsGuard(results.outputs),
+            *inherited_guards(run.subplan_of),  # a sub-plan: its parents' forbidden actions
         ]
     )
     gate.on_answer.append(reanchor.reload_accepted)
@@ -298,7 +299,7 @@ def _run_steps(
         guards=guards,
         gate=gate,
         executor=run.executor,
-        forbidden=lambda: reanchor.forbidden,
+        forbidden=lambda: reanchor.forbidden + inherited_forbidden(run.subplan_of),
     )
     loop = PlanLoop(
         runtime,
@@ -311,6 +312,7 @@ def _run_steps(
         observers=observers,
         # A deployment's run does not hold its worker while it waits: it suspends (below).
         agent_wait_seconds=0 if deployed else agent_wait_seconds,
+        task_runner=runner,  # None: the flow run's own (runners/submit.py)
     )
     ctx = GuardContext(
         plan=spec,

@@ -39,6 +39,8 @@ class RunRecord:
     keeps_outputs: bool = False
     #: The run's execution boundary, taken before run_started (boundary/tracker.py).
     boundary: RunBoundary | None = None
+    #: A sub-plan's run: its parent plan, step and run and their forbidden list (subplans/).
+    subplan_of: dict[str, Any] | None = None
 
     def summary(self, result: RunResult, **fields: Any) -> RunSummary:
         return RunSummary(

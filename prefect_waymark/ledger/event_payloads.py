@@ -65,6 +65,7 @@ class RunStartedData(_RunStartedRequired, total=False):
     deployment_id: str
     slot_start: str
     slot_used: int
+    parent: dict[str, Any]  # a sub-plan's run: {plan_id, step_id, run_id} of its parent step
 
 
 class RunBoundaryData(TypedDict, total=False):
@@ -289,12 +290,18 @@ class AcceptedVersionsData(_Accepted, total=False):
     contract: dict[str, Any]
 
 
-class DriftData(TypedDict):
+class _DriftRequired(TypedDict):
     drift: str
     action: str
     rule: str
     goal_id: str
     contract_version: int
+
+
+class DriftData(_DriftRequired, total=False):
+    """A sub-plan's step refused by its parent's forbidden list names that parent step."""
+
+    parent: str
 
 
 class _ReviewWaitingRequired(TypedDict):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import PlanError, PlanProblem
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
+from ..subplans.loading import plan_step_problems, resolve_subplans
 from .reading import (
     MAX_PROBLEMS,
     clip,
@@ -223,7 +224,7 @@ def validate_plan_data(
             if not isinstance(raw, dict):
                 continue
             if raw.get("kind") in ("agent", "manual"):
-                code = [f for f in ("run", "call", "probe") if raw.get(f) is not None]
+                code = [f for f in ("run", "call", "plan", "probe") if raw.get(f) is not None]
                 if code:
                     article = "an" if raw["kind"] == "agent" else "a"
                     add(
@@ -237,12 +238,15 @@ def validate_plan_data(
                         ("steps", i, "instructions"),
                         f"{article} {raw['kind']} step needs instructions: what its executor does",
                     )
+            elif raw.get("plan") is not None or raw.get("kind") == "plan":
+                for loc, msg in plan_step_problems(raw):  # subplans/: `plan: sub.yaml`
+                    add(("steps", i, *loc), msg)
             elif (raw.get("run") is None) == (raw.get("call") is None):
                 which = "both" if raw.get("run") is not None else "neither"
                 add(
                     ("steps", i),
-                    f"has {which} of 'run' and 'call'; expected exactly one (or `kind: agent` / "
-                    "`kind: manual` with 'instructions')",
+                    f"has {which} of 'run' and 'call'; expected exactly one (or 'plan', or "
+                    "`kind: agent` / `kind: manual` with 'instructions')",
                 )
     if spec is None:
         raw_steps = data.get("steps")
@@ -269,6 +273,10 @@ def validate_plan_data(
     if problems:
         raise _plan_error(source, lines, problems)
     assert isinstance(spec, PlanSpec)
+    # Each `plan:` step's sub-plan file, validated now (its problems under its own name).
+    sub_found, sub_problems = resolve_subplans(spec, source, base_dir, load_plan)
+    if sub_found or sub_problems:
+        raise PlanError(_plan_error(source, lines, sub_found).problems + sub_problems)
     return spec.model_copy(
         update={"contract": contract, "state_refs": refs, "source": source, "base_dir": base_dir}
     )
@@ -318,6 +326,8 @@ def load_plan(path: str | Path) -> PlanSpec:
             _PARSED.move_to_end(key)
             return found
     spec = _parse(p, source, text)
+    if any(s.plan is not None for s in spec.steps):
+        return spec  # its sub-plan files may change under the same text: parsed every time
     with _PARSED_LOCK:
         _PARSED[key] = spec
         while len(_PARSED) > _PARSED_MAX:

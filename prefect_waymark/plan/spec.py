@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..ledger.pin import LedgerPin
 from ..models import GoalContract
@@ -55,7 +55,9 @@ class StateRefSpec(BaseModel):
 
 #: Who does a step: code Prefect runs (``run`` / ``call``), or an agent or a person who checks
 #: in from outside the flow (``waymark next / start / done``) following its ``instructions``.
-StepKind = Literal["code", "agent", "manual"]
+#: A ``plan:`` step (``kind: plan``, inferred from the field) runs a sub-plan as a Prefect
+#: subflow (:mod:`prefect_waymark.subplans`).
+StepKind = Literal["code", "agent", "manual", "plan"]
 
 
 class StepSpec(BaseModel):
@@ -90,7 +92,8 @@ class StepSpec(BaseModel):
     )
     kind: StepKind = Field(
         default="code",
-        description="code (run / call), or agent / manual: done outside the flow and checked in.",
+        description="code (run / call), or agent / manual: done outside the flow and checked "
+        "in; plan for a step with 'plan' (inferred).",
     )
     instructions: str = Field(
         default="", description="For an agent or manual step: what to do, in words."
@@ -98,6 +101,10 @@ class StepSpec(BaseModel):
     run: str | None = Field(default=None, description="Shell command run in the workdir.")
     call: str | None = Field(
         default=None, pattern=CALL_PATTERN, description="package.module:function to call."
+    )
+    plan: str | None = Field(
+        default=None,
+        description="A sub-plan file (relative to this plan file's folder) run as a subflow.",
     )
     outputs: list[str] = Field(default_factory=list, description="Paths the step produces.")
     mutable_outputs: list[str] = Field(
@@ -137,10 +144,31 @@ class StepSpec(BaseModel):
         "unknown).",
     )
 
+    #: A ``plan:`` step's sub-plan, set by the loader: (resolved path, its plan hash).
+    _subplan: tuple[Path, str] | None = PrivateAttr(default=None)
+    _subspec: Any = PrivateAttr(default=None)  # the sub-plan's PlanSpec
+
+    @model_validator(mode="after")
+    def _plan_kind(self) -> StepSpec:
+        if self.plan is not None and self.kind == "code":
+            self.kind = "plan"
+        return self
+
     @property
     def checked_in(self) -> bool:
         """Done outside the flow (an agent's or a person's step), checked in with the CLI."""
-        return self.kind != "code"
+        return self.kind in ("agent", "manual")
+
+    @property
+    def subplan_path(self) -> Path | None:
+        """A ``plan:`` step's sub-plan file, resolved by the loader."""
+        return self._subplan[0] if self._subplan is not None else None
+
+    @property
+    def subplan_spec(self) -> PlanSpec | None:
+        """A ``plan:`` step's validated sub-plan (set by the loader)."""
+        sub: PlanSpec | None = self._subspec
+        return sub
 
     def definition(self) -> dict[str, Any]:
         """The fields whose change makes a completed step's result stale (a code step's are
@@ -154,6 +182,8 @@ class StepSpec(BaseModel):
         }
         if self.checked_in:
             body.update(kind=self.kind, instructions=self.instructions)
+        if self.plan is not None:  # a changed sub-plan makes this step's result stale
+            body.update(plan=self.plan, plan_hash=self._subplan[1] if self._subplan else None)
         return body
 
     def definition_hash(self) -> str:

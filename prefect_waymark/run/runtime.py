@@ -64,5 +64,9 @@ class StepRuntime:
             raise StepError(f"step {step.id!r}: {verdict.reason}")
         raise NeedsReview(verdict.reason, verdict.details)
 
+    def after_failed_attempt(self, step: StepSpec, error: str) -> None:
+        """After a failed attempt of ``step``, before Prefect retries it: the guards' turn."""
+        self.guards.after_failed_attempt(self.context, step, error)
+
     def __repr__(self) -> str:
         return f"StepRuntime(plan={self.plan.plan_id!r}, run={self.run_id!r})"

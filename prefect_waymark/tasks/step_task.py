@@ -17,6 +17,8 @@ from ..ledger.events import EventKind
 from ..plan.spec import StepSpec
 from ..run.results import StorageSpec
 from ..run.runtime import StepRuntime
+from ..runners.remote import RemoteRuntime
+from ..subplans.run_step import run_subplan_step
 from .cache_policy import StepCachePolicy
 from .step_action import run_step_action
 from .step_body import call_step, run_shell_step
@@ -27,11 +29,16 @@ __all__ = ["StepRuntime", "step_task", "waymark_step"]
 
 @task(name="waymark-step", persist_result=True)
 def waymark_step(
-    runtime: StepRuntime, step_id: str, upstream: dict[str, Any], result_key: str | None = None
+    runtime: StepRuntime | RemoteRuntime,
+    step_id: str,
+    upstream: dict[str, Any],
+    result_key: str | None = None,
 ) -> Any:
     """Run one step's body; a failed attempt is recorded in the ledger before Prefect retries.
 
     ``result_key`` is the step's cache key (see :func:`step_task`); the body does not use it.
+    ``runtime`` is the scheduler's own (threads) or, on a runner whose tasks run in other
+    processes, a :class:`RemoteRuntime` (see runners/remote.py for what runs where).
     """
     step = runtime.plan.step(step_id)
     task_ctx = TaskRunContext.get()
@@ -54,13 +61,17 @@ def waymark_step(
             value = run_step_action(ctx)
         elif step.run is not None:
             value = run_shell_step(ctx, step.run)
+        elif step.plan is not None:  # a sub-plan, run as a subflow (subplans/run_step.py)
+            value = run_subplan_step(ctx)
         else:
             assert step.call is not None
             value = call_step(ctx, step.call)
     except NeedsReview:
         raise  # not a failed attempt: the run stops the step at needs_review
     except BaseException as exc:
-        runtime.guards.after_failed_attempt(runtime.context, step, f"{type(exc).__name__}: {exc}")
+        if isinstance(runtime, RemoteRuntime) and runtime.lost(step):
+            raise  # an orphan of a dead scheduler: the step is another run's now
+        runtime.after_failed_attempt(step, f"{type(exc).__name__}: {exc}")
         runtime.ledger.record(
             runtime.plan.plan_id,
             EventKind.step_attempt_failed,
@@ -73,7 +84,7 @@ def waymark_step(
             will_retry=attempt <= step.retries and not isinstance(exc, ForbiddenActionError),
         )
         raise
-    if task_ctx is not None and not isinstance(value, State):
+    if isinstance(runtime, StepRuntime) and task_ctx is not None and not isinstance(value, State):
         with runtime.returned_lock:  # a late attempt (timed out, still running) never wins
             seen = runtime.returned.get(step.id)
             if seen is None or seen[0] != task_ctx.task_run.id or seen[1] <= attempt:

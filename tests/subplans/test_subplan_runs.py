@@ -36,6 +36,11 @@ def test_review_answered_on_the_parent(prefect_server: str, tmp_path: Path) -> N
 
     # The parent's status: one row per sub-plan with its progress; --json a `subplan` object.
     doc = _status(parent)
+    then = run_cli("status", str(parent), "--json").stdout  # for `waymark replay`, below
+    with open_ledger(f"sqlite:///{tmp_path}/.waymark/ledger.db", create=False) as led:
+        seq_then = max(
+            e.seq or 0 for pid in ("parent", "build", "research") for e in led.events(pid)
+        )
     rows = {s["id"]: s for s in doc["steps"]}
     assert rows["research"]["status"] == "failed"
     assert rows["research"]["subplan"]["plan_id"] == "research"
@@ -91,6 +96,9 @@ def test_review_answered_on_the_parent(prefect_server: str, tmp_path: Path) -> N
     assert json.loads(marker.read_text())["plan_id"] == "build"
     doc = _status(parent)
     assert doc["complete"] is True
+    # Replayed at the first run's end: what status showed then, the sub-plan rows included.
+    replayed = run_cli("replay", str(parent), "--at", str(seq_then), "--json")
+    assert replayed.stdout == then, replayed.stderr
     assert {s["id"]: s["subplan"]["steps_done"] for s in doc["steps"] if "subplan" in s} == {
         "research": 3,
         "build": 3,
