@@ -216,9 +216,15 @@ class PlanLoop(StepRecords):
                 active.discard(self.specs[sid].branch)
                 self.finish(sid, state, out, failed_here)
                 continue
-            for sid, (task, args) in launches:
+            for i, (sid, (task, args)) in enumerate(launches):
                 params = dict(zip(STEP_PARAMS, args, strict=True))
-                running[self.launcher.submit(task, params)] = sid
+                try:  # the runner starts at its first submit: it may fail to (a Dask address)
+                    running[self.launcher.submit(task, params)] = sid
+                except BaseException as exc:
+                    self.release_running(
+                        [s for s, _ in launches[i:]], f"{type(exc).__name__}: {exc}"
+                    )
+                    raise
             if not running and not launches and not review_stop:
                 if self._wait_for_checkins(out, failed_here):
                     busy_until.clear()

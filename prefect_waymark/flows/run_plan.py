@@ -60,6 +60,7 @@ from ..run.summary import RunResult, RunSummary
 from ..runners.choice import loop_runner
 from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
+from ..subplans.ledger_handoff import handed_ledger
 from .next_start import next_reason, waiting_reason
 from .plan_input import check_until, load_plan_input
 from .plan_loop import PlanLoop
@@ -141,6 +142,8 @@ def run_plan(
     if agent_wait_seconds is None:
         agent_wait_seconds = seconds_from_env(AGENT_WAIT_ENV)
     # A bad URL, an unreachable or contradicted pinned ledger: LedgerUrlError, nothing recorded.
+    if ledger_url is None and subplan_of is not None:  # a parent step's ledger, handed over
+        ledger_url = handed_ledger(subplan_of)
     url = resolve_ledger_url(ledger_url, wd, pin=spec.ledger, pin_source=spec.source)
     folder = markers_folder(spec, wd, markers_dir)
     if not checked:  # every folder the run writes, before anything is created or recorded

@@ -147,7 +147,11 @@ class RemoteRuntime:
                 f"step {step.id!r}: run {self.run_id} no longer holds it (its scheduler "
                 "stopped and another run took the step over)"
             )
-        verdict = self._guard().on_tick(self.context, step, 1)  # counted here
+        guard = self._guard()
+        # What the scheduler accepted since (a written ref, an answer): this process's guard
+        # does not see the scheduler's, so it re-reads the ledger's accepted versions first.
+        guard.reload_accepted()
+        verdict = guard.on_tick(self.context, step, 1)  # counted here
         if verdict is None:
             return
         if verdict.kind == "refuse":

@@ -68,6 +68,7 @@ def resolve_subplans(
     steps = [(i, s) for i, s in enumerate(spec.steps) if s.plan is not None]
     if not steps:
         return [], []
+    top = not _LOADING.get()  # the plan run by itself, not a sub-plan being loaded
     here: list[tuple[str, str]] = list(_LOADING.get())
     if not source.startswith("<") and base_dir is not None:
         own = str((base_dir / Path(source).name).resolve())
@@ -118,4 +119,33 @@ def resolve_subplans(
         used[sub.plan_id] = step.id
         step._subplan = (resolved, sub.plan_hash())
         step._subspec = sub
+    if top and not found:
+        found += _repeated_ids(spec)
     return found, theirs
+
+
+def _repeated_ids(spec: PlanSpec) -> list[tuple[_Loc, str]]:
+    """Each plan id once in the whole tree: two sub-plans with one id (at any depth, or one
+    file reached twice) would share one ledger scope, markers folder and review answers."""
+    seen: dict[str, str] = {spec.plan_id: "the top plan"}
+    found: list[tuple[_Loc, str]] = []
+    for i, step in enumerate(spec.steps):
+        stack = [(step, step.id)]
+        while stack:
+            current, where = stack.pop()
+            sub = current.subplan_spec
+            if sub is None:
+                continue
+            if sub.plan_id in seen:
+                found.append(
+                    (
+                        ("steps", i, "plan"),
+                        f"sub-plan id {sub.plan_id!r} (at {where}) is also {seen[sub.plan_id]}; "
+                        "each plan in a tree keeps its own ledger scope: give each sub-plan "
+                        "file its own plan_id, and run a file from one step only",
+                    )
+                )
+                continue
+            seen[sub.plan_id] = f"the sub-plan at {where}"
+            stack.extend((s, f"{where}/{s.id}") for s in sub.steps if s.plan is not None)
+    return found

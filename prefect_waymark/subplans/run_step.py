@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NeedsReview, StepError, SubplanFailed
 from ..models import GoalContract
 from .answers import carry_parent_answer
+from .ledger_handoff import ledger_for_subflow
 from .summary import subplan_summary
 
 if TYPE_CHECKING:
@@ -86,11 +87,14 @@ def run_subplan_step(ctx: StepContext) -> dict[str, Any]:
     # The sub-plan's step tasks would be nested in this task's transaction and their results
     # written only when it commits (never, if this step stops for review or fails): each
     # commits its own as it ends, as in a plan run by itself.
-    with transaction(commit_mode=CommitMode.EAGER):
+    with (
+        ledger_for_subflow(ctx.ledger.url, link) as ledger_url,
+        transaction(commit_mode=CommitMode.EAGER),
+    ):
         state = _subflow()(
             plan=sub,
             workdir=str(ctx.workdir),
-            ledger_url=ctx.ledger.url,
+            ledger_url=ledger_url,  # never a password: Prefect shows a run's parameters
             markers_dir=str(folder),
             executor=ctx.executor,
             review_wait_seconds=0,

@@ -102,3 +102,25 @@ def test_waymark_run_on_processes(prefect_server: str, tmp_path: Path) -> None:
     assert {s: runs_of(tmp_path / f"{s}.count") for s in STEPS} == dict.fromkeys(STEPS, 1)
     kinds = [e.kind for e in ledger_events(url, "cli-procs")]
     assert kinds.count("step_completed") == len(STEPS)
+
+
+@pytest.mark.prefect
+def test_a_runner_that_cannot_start_releases_the_claimed_steps(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    # Nothing listens on port 9: the Dask runner fails at the first submit, after the loop
+    # recorded the steps it claimed. They must not stay in_progress (a live pid's hold).
+    plan = two_branch_plan(tmp_path, "no-cluster")
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    proc = run_cli(
+        "run", str(plan), "--ledger", url, "--task-runner", "dask",
+        "--dask-address", "tcp://127.0.0.1:9", cwd=tmp_path,
+        env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"},
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    events = ledger_events(url, "no-cluster")
+    started = [e.step_id for e in events if e.kind == "step_started"]
+    assert started, [e.kind for e in events]  # the failure came after claiming steps
+    released = [e.step_id for e in events if e.kind == "step_interrupted"]
+    assert sorted(released) == sorted(started)
+    assert all(runs_of(tmp_path / f"{s}.count") == 0 for s in STEPS)

@@ -92,3 +92,38 @@ def test_plan_step_fields_checked(tmp_path: Path) -> None:
     with pytest.raises(PlanError) as err:
         load_plan(write_plan(tmp_path / "k", doc))
     assert any(p.path == "steps[0].plan" for p in err.value.problems)
+
+
+def _leaf(folder: Path, name: str, plan_id: str) -> None:
+    write_plan(folder, {"plan_id": plan_id, "steps": [{"id": "x", "run": "true"}]}, name)
+
+
+def test_one_id_twice_in_the_tree_is_refused_at_any_depth(tmp_path: Path) -> None:
+    # top -> a.yaml (id shared) and -> b.yaml -> c.yaml (id shared, one level deeper).
+    _leaf(tmp_path, "a.yaml", "shared")
+    _leaf(tmp_path, "c.yaml", "shared")
+    mid = {"plan_id": "mid", "steps": [{"id": "c", "plan": "c.yaml"}]}
+    write_plan(tmp_path, mid, "b.yaml")
+    doc = {
+        "plan_id": "top",
+        "steps": [{"id": "a", "plan": "a.yaml"}, {"id": "b", "plan": "b.yaml"}],
+    }
+    with pytest.raises(PlanError) as err:
+        load_plan(write_plan(tmp_path, doc, "top.yaml"))
+    assert "sub-plan id 'shared' (at b/c) is also the sub-plan at a" in str(err.value)
+
+
+def test_one_file_reached_through_two_branches_is_refused(tmp_path: Path) -> None:
+    # top2 -> b.yaml -> c.yaml and top2 -> d.yaml -> c.yaml: one scope run from two steps.
+    _leaf(tmp_path, "c.yaml", "leaf")
+    write_plan(tmp_path, {"plan_id": "b", "steps": [{"id": "c", "plan": "c.yaml"}]}, "b.yaml")
+    write_plan(tmp_path, {"plan_id": "d", "steps": [{"id": "c", "plan": "c.yaml"}]}, "d.yaml")
+    doc = {
+        "plan_id": "top2",
+        "steps": [{"id": "b", "plan": "b.yaml"}, {"id": "d", "plan": "d.yaml"}],
+    }
+    with pytest.raises(PlanError) as err:
+        load_plan(write_plan(tmp_path, doc, "top2.yaml"))
+    assert "sub-plan id 'leaf'" in str(err.value)
+    assert run_cli("validate", str(tmp_path / "top2.yaml")).returncode == 2
+    assert load_plan(tmp_path / "b.yaml").steps[0].subplan_spec is not None  # alone: fine
