@@ -7,10 +7,14 @@ loading this module checks that every table here has exactly the columns it list
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Index, MetaData, Text
+from collections.abc import Mapping
+
+from sqlalchemy import Column, Index, MetaData, Text, insert
+from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from .schema import EVENTS, HOLDS, META, RECEIPTS, STEPS, TableDef
+from .step_state import StepState
 
 # A metadata of our own keeps the tables out of the user's SQLModel.metadata.
 metadata = MetaData()
@@ -100,3 +104,21 @@ for _row, _table in (
     (ReceiptRow, RECEIPTS),
 ):
     _check(_row, _table)
+
+
+def insert_step_states(
+    conn: Connection, plan_id: str, states: Mapping[str, StepState], last: Mapping[str, int]
+) -> int:
+    """Write folded step states as the plan's projection rows (after a rebuild, a rename or a
+    restore); return how many."""
+    table = StepRow.__table__  # type: ignore[attr-defined]
+    for step_id, st in states.items():
+        conn.execute(
+            insert(table).values(
+                plan_id=plan_id,
+                step_id=step_id,
+                last_seq=last[step_id],
+                state=st.model_dump_json(),
+            )
+        )
+    return len(states)

@@ -25,7 +25,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..errors import LedgerError
-from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow
+from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow, insert_step_states
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .plan_close import closed_meta
 from .plan_rename import renamed_to
@@ -224,13 +224,4 @@ class PlanArchive:
         plan_id = events[0].plan_id
         for hold in restored_holds(plan_id, states, started):
             conn.execute(insert(_holds).values(**hold))
-        for step_id, st in states.items():
-            conn.execute(
-                insert(_steps).values(
-                    plan_id=plan_id,
-                    step_id=step_id,
-                    last_seq=last[step_id],
-                    state=st.model_dump_json(),
-                )
-            )
-        return len(states)
+        return insert_step_states(conn, plan_id, states, last)

@@ -17,7 +17,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..errors import LedgerError
-from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow
+from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow, insert_step_states
 from .base import LedgerReader
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .schema import event_from_row, event_values, kind_names
@@ -173,13 +173,4 @@ class PlanRenames:
             assert ev.step_id is not None and ev.seq is not None
             states[ev.step_id] = apply_event(states.get(ev.step_id), ev)
             last[ev.step_id] = ev.seq
-        for step_id, st in states.items():
-            conn.execute(
-                insert(_steps).values(
-                    plan_id=plan_id,
-                    step_id=step_id,
-                    last_seq=last[step_id],
-                    state=st.model_dump_json(),
-                )
-            )
-        return len(states)
+        return insert_step_states(conn, plan_id, states, last)

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from ..errors import BranchBusyError, LedgerError, LedgerNotFound
-from ._tables import EventRow, HoldRow, MetaRow, StepRow, metadata
+from ._tables import EventRow, HoldRow, MetaRow, StepRow, insert_step_states, metadata
 from .base import Hold, Ledger, event_kind, this_host
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
@@ -336,15 +336,7 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                 [event_from_row(r) for r in conn.execute(q.order_by(_ev.c.seq))]
             )
             conn.execute(delete(_steps).where(_steps.c.plan_id == plan_id))
-            for step_id, st in states.items():
-                conn.execute(
-                    insert(_steps).values(
-                        plan_id=plan_id,
-                        step_id=step_id,
-                        last_seq=last[step_id],
-                        state=st.model_dump_json(),
-                    )
-                )
+            insert_step_states(conn, plan_id, states, last)
         return states
 
     # -- reads ---------------------------------------------------------------------------

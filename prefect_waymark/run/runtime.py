@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NeedsReview, StepError
-from ..guards.base import GuardContext, Guards
+from ..guards.base import GuardContext, Guards, Verdict
 
 if TYPE_CHECKING:
     from ..ledger.base import Ledger
     from ..plan.spec import PlanSpec, StepSpec
     from ..review.gate import ReviewGate
 
-__all__ = ["StepRuntime"]
+__all__ = ["StepRuntime", "raise_for_verdict"]
 
 
 class StepRuntime:
@@ -57,12 +57,7 @@ class StepRuntime:
     def tick(self, step: StepSpec, every: int) -> None:
         """``ctx.tick()`` inside a long step: the guards re-check; a stop raises
         :class:`NeedsReview` (or :class:`StepError` for a ref with ``on_error: fail``)."""
-        verdict = self.guards.on_tick(self.context, step, every)
-        if verdict is None:
-            return
-        if verdict.kind == "refuse":
-            raise StepError(f"step {step.id!r}: {verdict.reason}")
-        raise NeedsReview(verdict.reason, verdict.details)
+        raise_for_verdict(step, self.guards.on_tick(self.context, step, every))
 
     def after_failed_attempt(self, step: StepSpec, error: str) -> None:
         """After a failed attempt of ``step``, before Prefect retries it: the guards' turn."""
@@ -70,3 +65,13 @@ class StepRuntime:
 
     def __repr__(self) -> str:
         return f"StepRuntime(plan={self.plan.plan_id!r}, run={self.run_id!r})"
+
+
+def raise_for_verdict(step: StepSpec, verdict: Verdict | None) -> None:
+    """A tick's verdict inside the step: nothing, :class:`StepError` for a refusal (a ref with
+    ``on_error: fail``), else :class:`NeedsReview`."""
+    if verdict is None:
+        return
+    if verdict.kind == "refuse":
+        raise StepError(f"step {step.id!r}: {verdict.reason}")
+    raise NeedsReview(verdict.reason, verdict.details)

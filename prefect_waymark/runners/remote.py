@@ -24,8 +24,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import NeedsReview, StepError
+from ..errors import StepError
 from ..guards.base import GuardContext
+from ..run.runtime import raise_for_verdict
 
 if TYPE_CHECKING:
     from ..guards.reanchor import ReanchorGuard
@@ -151,12 +152,7 @@ class RemoteRuntime:
         # What the scheduler accepted since (a written ref, an answer): this process's guard
         # does not see the scheduler's, so it re-reads the ledger's accepted versions first.
         guard.reload_accepted()
-        verdict = guard.on_tick(self.context, step, 1)  # counted here
-        if verdict is None:
-            return
-        if verdict.kind == "refuse":
-            raise StepError(f"step {step.id!r}: {verdict.reason}")
-        raise NeedsReview(verdict.reason, verdict.details)
+        raise_for_verdict(step, guard.on_tick(self.context, step, 1))  # counted here
 
     def after_failed_attempt(self, step: StepSpec, error: str) -> None:
         """Before Prefect retries: re-anchor the contract and the step's refs (logged)."""
