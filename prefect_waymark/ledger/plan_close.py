@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.engine import Connection
 
 from ..errors import LedgerError, PlanClosedError
@@ -71,12 +71,21 @@ def _closed_message(plan_id: str, record: dict[str, Any], kind: EventKind) -> st
     )
 
 
+# Built once (two plain binds, no expanding IN): the SQL ledger's append runs it for every
+# step_started, on SQLAlchemy's connection or on the lean DBAPI one (``ledger/dbapi_conn.py``).
+_STOP_ROWS = select(_meta.c.key, _meta.c.value).where(
+    _meta.c.key.in_([bindparam("p_renamed"), bindparam("p_closed")])
+)
+
+
 def refuse_if_stopped(conn: Connection, plan_id: str, kind: EventKind) -> None:
     """Inside a write transaction, for a :data:`GUARDED_KINDS` event: one lookup of the plan's
     ``renamed:`` and ``closed:`` meta rows. Raise :class:`LedgerError` if the id was renamed
     away, :class:`PlanClosedError` if the plan was closed."""
     keys = {_renamed_key(plan_id): "renamed", closed_key(plan_id): "closed"}
-    rows = conn.execute(select(_meta.c.key, _meta.c.value).where(_meta.c.key.in_(list(keys))))
+    rows = conn.execute(
+        _STOP_ROWS, {"p_renamed": _renamed_key(plan_id), "p_closed": closed_key(plan_id)}
+    )
     found = {keys[r.key]: str(r.value) for r in rows}
     if "renamed" in found:
         to = found["renamed"]

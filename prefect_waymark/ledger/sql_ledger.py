@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam, delete, event, func, insert, inspect, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -16,6 +17,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLA
 from ..errors import BranchBusyError, LedgerError, LedgerNotFound
 from ._tables import EventRow, HoldRow, MetaRow, StepRow, insert_step_states, metadata
 from .base import Hold, Ledger, event_kind, this_host
+from .dbapi_conn import LeanSqlite
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
 from .plan_archive import PlanArchive
@@ -139,8 +141,12 @@ def _sqlite_engine(url: str) -> Engine:
 class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+    def __init__(self, url: str, *, create: bool = True, lean: bool = True) -> None:
+        """``lean`` (SQLite): appends go through one DBAPI connection (``ledger/dbapi_conn.py``)
+        instead of SQLAlchemy's execution layer — the same statements, ~3x the append rate;
+        ``lean=False`` keeps SQLAlchemy's path (the conformance suite runs both)."""
         self.url = check_ledger_url(url)  # a malformed or in-memory URL: LedgerUrlError
+        self._lean: LeanSqlite | None = None
         parsed = make_url(url)
         self._sqlite = parsed.get_backend_name() == "sqlite"
         if self._sqlite:
@@ -159,6 +165,7 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                 elif not path.exists():
                     raise LedgerNotFound(f"no ledger at {path}")
             self._engine = _sqlite_engine(url)
+            self._lean = LeanSqlite(self._engine) if lean else None
         else:
             from sqlalchemy import create_engine
 
@@ -216,6 +223,13 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
         kind = event_kind(event.kind)
         if kind is not event.kind:  # built without validation (model_construct)
             event = event.model_copy(update={"kind": kind})
+        if self._lean is not None:
+            try:
+                with self._lean.begin() as lean:
+                    # The same statements on a DBAPI connection that answers like SQLAlchemy's.
+                    return self._append(cast("Connection", lean), event, lease_seconds)
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
         try:
             with self._engine.begin() as conn:
                 return self._append(conn, event, lease_seconds)
@@ -379,4 +393,6 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
         return [Hold(*r) for r in rows]  # HOLDS's columns are Hold's fields, in order
 
     def close(self) -> None:
+        if self._lean is not None:
+            self._lean.close()
         self._engine.dispose()

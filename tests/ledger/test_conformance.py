@@ -46,10 +46,22 @@ from tests._support.postgres import PgServer
 PLAN = "conf-plan"
 
 
+@pytest.fixture(params=["sqlite", "sqlite-sqlalchemy", "postgres"])
+def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """SQLite (its appends on the lean DBAPI path, and on SQLAlchemy's) and PostgreSQL."""
+    if request.param.startswith("sqlite"):
+        return f"sqlite:///{tmp_path / 'ledger.db'}"
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
 @pytest.fixture
-def ledger(ledger_url: str) -> Iterator[Ledger]:
-    """The implementation under test, opened (and created) on SQLite or on PostgreSQL."""
-    led = open_ledger(ledger_url)
+def ledger(request: pytest.FixtureRequest, ledger_url: str) -> Iterator[Ledger]:
+    """The implementation under test, opened (and created) on SQLite — appending through the
+    lean DBAPI path or through SQLAlchemy's — or on PostgreSQL."""
+    lean = request.node.callspec.params.get("ledger_url") != "sqlite-sqlalchemy"
+    led = SqlLedger(ledger_url, lean=lean)
+    assert (led._lean is not None) == (lean and ledger_url.startswith("sqlite"))
     yield led
     led.close()
 
