@@ -1,6 +1,6 @@
 """Ledger benchmark: events appended per second (single writer) and ``waymark status`` wall time.
 
-Run: ``.venv/bin/python bench/bench_ledger.py [--events N] [--runs N] [--no-postgres]``
+Run: ``.venv/bin/python bench/bench_ledger.py [--events N] [--runs N] [--no-postgres] [--json]``
 
 Figures printed:
 
@@ -8,10 +8,16 @@ Figures printed:
   for step events (``step_started``/``step_completed`` pairs: transition check, the branch's
   in_progress slot, projection update) and for plain events; each against the naive alternative
   measured in the same run: one bare ``INSERT`` per transaction through the raw driver.
-  Goal: >= 2,000 events/s on SQLite.
+  On SQLite also through SQLAlchemy's execution layer (``SqlLedger(url, lean=False)``), the path
+  appends took before the lean DBAPI path (``ledger/dbapi_conn.py``). Goals: >= 2,000 step
+  events/s on SQLite, and >= 0.2x the bare INSERT rate.
 * whole-process wall time of ``waymark status PLAN --json`` on a plan whose ledger holds 10,000
   events (Python start-up counts; median of several runs), against ``python -c pass`` and
-  ``python -c "import prefect"`` measured in the same run. Goal: <= 0.5 s.
+  ``python -c "import prefect"`` measured in the same run, interleaved. Goals: <= 0.5 s, and
+  <= 5x the bare ``python -c pass`` start-up.
+
+``--json``: the last line of stdout is one JSON object: ``append_ratio_vs_bare_insert``,
+``status_json_vs_bare_python`` and the figures they come from (rates per second, seconds).
 
 The machine has 2 cores and is noisy: read the ratios, not the third digit.
 """
@@ -72,9 +78,9 @@ def _rate(n: int, fn: Callable[[], None]) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def append_step_events(url: str, n: int, plan: str) -> float:
+def append_step_events(url: str, n: int, plan: str, *, lean: bool = True) -> float:
     """``n`` step events: started/completed pairs over fresh steps of one branch."""
-    led = SqlLedger(url)
+    led = SqlLedger(url, lean=lean)
     try:
 
         def go() -> None:
@@ -145,26 +151,41 @@ def naive_pg(libpq_url: str, n: int, table: str) -> float:
         return _rate(n, go)
 
 
-def bench_appends(n: int, repeat: int, use_pg: bool) -> None:
+def bench_appends(n: int, repeat: int, use_pg: bool) -> dict[str, float]:
     print(f"\n== appends, single writer, {n} events each, median of {repeat} (interleaved) ==")
     print(f"{'backend':<12}{'kind':<34}{'events/s':>10}{'naive/s':>10}{'ratio':>8}")
     med = statistics.median
+    out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="waymark-bench-") as tmp:
         d = Path(tmp)
-        naive, step, plain = [], [], []
+        naive, step, old, plain = [], [], [], []
         for r in range(repeat):
             naive.append(naive_sqlite(d / f"naive{r}.db", n))
             step.append(append_step_events(f"sqlite:///{d / f'step{r}.db'}", n, "bench"))
+            old.append(append_step_events(f"sqlite:///{d / f'old{r}.db'}", n, "bench", lean=False))
             plain.append(append_plain_events(f"sqlite:///{d / f'plain{r}.db'}", n, "bench"))
         _row("sqlite", "step events (started/completed)", med(step), med(naive))
+        _row("sqlite", "step events, SQLAlchemy path", med(old), med(naive))
         _row("sqlite", "plain events", med(plain), med(naive))
+        out = {
+            "append_ratio_vs_bare_insert": med(step) / med(naive),
+            "append_sqlalchemy_ratio_vs_bare_insert": med(old) / med(naive),
+            "sqlite_step_events_per_s": med(step),
+            "sqlite_step_events_sqlalchemy_per_s": med(old),
+            "sqlite_plain_events_per_s": med(plain),
+            "sqlite_bare_insert_per_s": med(naive),
+        }
         goal = "met" if med(step) >= 2000 else "NOT met"
         print(f"goal >= 2,000 step events/s on SQLite: {goal} ({med(step):,.0f}/s)")
+        ratio = out["append_ratio_vs_bare_insert"]
+        print(
+            f"goal >= 0.2x the bare INSERT: {'met' if ratio >= 0.2 else 'NOT met'} ({ratio:.2f}x)"
+        )
     if not use_pg:
-        return
+        return out
     with pg_database() as pg:
         if pg is None:
-            return
+            return out
         url, libpq = pg
         naive, step, plain = [], [], []
         for r in range(repeat):
@@ -173,6 +194,12 @@ def bench_appends(n: int, repeat: int, use_pg: bool) -> None:
             plain.append(append_plain_events(url, n, f"bench-plain-{r}"))
         _row("postgresql", "step events (started/completed)", med(step), med(naive))
         _row("postgresql", "plain events", med(plain), med(naive))
+        out |= {
+            "pg_step_events_per_s": med(step),
+            "pg_plain_events_per_s": med(plain),
+            "pg_bare_insert_per_s": med(naive),
+        }
+    return out
 
 
 def _row(backend: str, kind: str, rate: float, naive: float) -> None:
@@ -221,19 +248,17 @@ def build_ledger(folder: Path, n_events: int, n_steps: int) -> Path:
     return path
 
 
-def wall(cmd: list[str], runs: int) -> tuple[float, list[float]]:
-    times = []
+def _once(cmd: list[str]) -> float:
     env = dict(os.environ, PREFECT_API_URL="http://127.0.0.1:9/api")  # nothing listens there
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        times.append(time.perf_counter() - t0)
-        if proc.returncode not in (0, 1, 4):
-            raise SystemExit(f"{cmd} failed ({proc.returncode}): {proc.stderr}")
-    return statistics.median(times), times
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    took = time.perf_counter() - t0
+    if proc.returncode not in (0, 1, 4):
+        raise SystemExit(f"{cmd} failed ({proc.returncode}): {proc.stderr}")
+    return took
 
 
-def bench_status(n_events: int, n_steps: int, runs: int) -> None:
+def bench_status(n_events: int, n_steps: int, runs: int) -> dict[str, float]:
     print(f"\n== waymark status --json, {n_events} events, {n_steps} steps, median of {runs} ==")
     with tempfile.TemporaryDirectory(prefix="waymark-bench-") as tmp:
         plan = build_ledger(Path(tmp), n_events, n_steps)
@@ -254,21 +279,33 @@ def bench_status(n_events: int, n_steps: int, runs: int) -> None:
                 [WAYMARK, "status", str(plan), "--rebuild", "--json"],
             ),
         ]
-        results = {}
+        times: dict[str, list[float]] = {label: [] for label, _ in rows}
+        for _ in range(runs):  # interleaved: load from elsewhere hits every command alike
+            for label, cmd in rows:
+                times[label].append(_once(cmd))
+        results = {label: statistics.median(ts) for label, ts in times.items()}
         print(f"{'command':<36}{'median s':>10}   runs")
-        for label, cmd in rows:
-            med, times = wall(cmd, runs)
-            results[label] = med
-            print(f"{label:<36}{med:>10.3f}   " + " ".join(f"{t:.3f}" for t in times))
+        for label, _ in rows:
+            line = " ".join(f"{t:.3f}" for t in times[label])
+            print(f"{label:<36}{results[label]:>10.3f}   {line}")
         status = results["waymark status --json"]
         bare = results["python -c pass"]
         prefect = results['python -c "import prefect"']
         print(
-            f"status / bare python start-up: {status / bare:.1f}x; "
+            f"status / bare python start-up: {status / bare:.1f}x (goal <= 5x: "
+            f"{'met' if status / bare <= 5 else 'NOT met'}); "
             f"status / import prefect: {status / prefect:.2f}x"
         )
         goal = "met" if status <= 0.5 else "NOT met"
         print(f"goal <= 0.5 s for status --json: {goal} ({status:.3f} s)")
+        return {
+            "status_json_vs_bare_python": status / bare,
+            "status_json_seconds": status,
+            "status_table_seconds": results["waymark status (table)"],
+            "status_rebuild_json_seconds": results["waymark status --rebuild --json"],
+            "bare_python_seconds": bare,
+            "import_prefect_seconds": prefect,
+        }
 
 
 def main() -> None:
@@ -279,9 +316,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="repeats of each append measurement")
     ap.add_argument("--runs", type=int, default=7, help="runs of each status command")
     ap.add_argument("--no-postgres", action="store_true")
+    ap.add_argument("--json", action="store_true", help="last line: the figures as one JSON object")
     args = ap.parse_args()
-    bench_appends(args.events, args.repeat, not args.no_postgres)
-    bench_status(args.status_events, args.status_steps, args.runs)
+    figures = bench_appends(args.events, args.repeat, not args.no_postgres)
+    figures |= bench_status(args.status_events, args.status_steps, args.runs)
+    if args.json:
+        print(json.dumps({k: round(v, 4) for k, v in figures.items()}, sort_keys=True))
 
 
 if __name__ == "__main__":

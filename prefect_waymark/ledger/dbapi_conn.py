@@ -56,14 +56,24 @@ class _Dialect:
     name = "sqlite"
 
 
+_ROW_TYPES: dict[tuple[str, ...], type] = {}
+
+
+def _row_type(names: tuple[str, ...]) -> type:
+    """A row class per column list, made once (``namedtuple`` builds a class: ~80 µs)."""
+    found = _ROW_TYPES.get(names)
+    if found is None:
+        found = _ROW_TYPES[names] = namedtuple("Row", names, rename=True)
+    return found
+
+
 class DbapiResult:
     """A cursor's rows as SQLAlchemy's ``Result`` gives them: attribute access by column."""
 
     def __init__(self, cur: sqlite3.Cursor) -> None:
         self._cur = cur
         self.rowcount = cur.rowcount
-        names = [d[0] for d in cur.description] if cur.description else []
-        self._row = namedtuple("Row", names, rename=True) if names else None
+        self._row = _row_type(tuple(d[0] for d in cur.description)) if cur.description else None
 
     def _make(self, raw: tuple[Any, ...] | None) -> Any:
         return None if raw is None or self._row is None else self._row(*raw)
