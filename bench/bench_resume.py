@@ -1,7 +1,11 @@
 """Resume benchmark: waymark's overhead on top of Prefect, and what a skipped step costs.
 
 Run: ``.venv/bin/python bench/bench_resume.py [--steps 200] [--completed 1000] [--repeat 5]
-[--fixed-repeat 11] [--only overhead|resume|fixed]``
+[--fixed-repeat 11] [--whole-repeat 5] [--only overhead|resume|fixed|whole] [--json]``
+
+``--json``: the last line of stdout is one JSON object with every figure measured:
+``overhead_ratio_net``, ``overhead_ratio_raw``, ``skip_speedup_vs_prefect``,
+``whole_process_ratio`` and the absolute seconds they come from.
 
 All parts run against one real local Prefect server (``PREFECT_API_URL`` if set, else a
 ``prefect server start`` in a temporary ``PREFECT_HOME`` started with
@@ -25,6 +29,9 @@ All parts run against one real local Prefect server (``PREFECT_API_URL`` if set,
    sides: a fresh plan each time (its first run: the ledger is created) and the same plan again
    (after a ``waymark rerun`` of its step, as the CLI records it; not timed). Run alone with
    ``--only fixed`` (``--fixed-repeat`` runs per side, default 11).
+4. **The example plan, whole process** (``bench/whole_process.py``): ``waymark run`` on a copy
+   of ``examples/research_report`` against a plain Prefect flow of the same six tasks, each a
+   whole process against the same server. Goal: <= 1.15x wall.
 
 Each figure: median and best of ``--repeat`` runs, interleaved (load from elsewhere hits every
 side alike), each started once the server has digested the previous runs' events. Wall times are
@@ -37,6 +44,7 @@ less. The machine has 2 cores and is noisy: read the ratios, not the third digit
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -229,7 +237,7 @@ def _plain_single(storage: Path) -> Any:
 
 
 # -- part 1 -----------------------------------------------------------------------------------
-def run_overhead(root: Path, n: int, repeat: int) -> None:
+def run_overhead(root: Path, n: int, repeat: int) -> dict[str, float]:
     from prefect_waymark.flows import run_plan
 
     plain_chain, _ = _plain_flows(root / "plain-results")
@@ -257,6 +265,15 @@ def run_overhead(root: Path, n: int, repeat: int) -> None:
         f"{waymark.raw_median / plain.raw_median:.2f}x, "
         f"CPU {waymark.cpu_median / plain.cpu_median:.2f}x  (goal <= 1.2x)"
     )
+    return {
+        "overhead_ratio_net": waymark.median / plain.median,
+        "overhead_ratio_raw": waymark.raw_median / plain.raw_median,
+        "overhead_ratio_cpu": waymark.cpu_median / plain.cpu_median,
+        "overhead_waymark_net_seconds": waymark.median,
+        "overhead_plain_net_seconds": plain.median,
+        "overhead_waymark_raw_seconds": waymark.raw_median,
+        "overhead_plain_raw_seconds": plain.raw_median,
+    }
 
 
 # -- part 2 -----------------------------------------------------------------------------------
@@ -295,7 +312,7 @@ def _prefect_cached(root: Path, completed: int) -> Callable[[], None]:
     return lambda: plain_cached(completed, f"fresh-{next(fresh)}")
 
 
-def run_resume(root: Path, completed: int, repeat: int, base: int = 10) -> None:
+def run_resume(root: Path, completed: int, repeat: int, base: int = 10) -> dict[str, float]:
     print(f"\n2. resume: {completed} completed steps + 1 pending (chain), against {base} + 1")
     w_big = Samples(f"waymark resume, {completed} skipped")
     w_small = Samples(f"waymark resume, {base} skipped")
@@ -333,11 +350,17 @@ def run_resume(root: Path, completed: int, repeat: int, base: int = 10) -> None:
     if w_med > 0 and w_cpu > 0:
         print(
             f"   Prefect cache / waymark skip: {p_med / w_med:.0f}x wall, {p_cpu / w_cpu:.0f}x CPU"
+            f"  (goal >= 15x)"
         )
+    return {
+        "skip_speedup_vs_prefect": p_med / w_med if w_med > 0 else float("inf"),
+        "skip_ms_per_step": w_med,
+        "prefect_cached_ms_per_task": p_med,
+    }
 
 
 # -- part 3 -----------------------------------------------------------------------------------
-def run_fixed(root: Path, repeat: int) -> None:
+def run_fixed(root: Path, repeat: int) -> dict[str, float]:
     from prefect_waymark.flows import run_plan
     from prefect_waymark.ledger import SqlLedger, default_ledger_url
 
@@ -388,6 +411,12 @@ def run_fixed(root: Path, repeat: int) -> None:
             f"CPU {samples.cpu_median / plain.cpu_median:.2f}x "
             f"(+{1000 * (samples.cpu_median - plain.cpu_median):.0f} ms)"
         )
+    return {
+        "fixed_ratio_fresh": w_fresh.median / plain.median,
+        "fixed_ratio_again": w_again.median / plain.median,
+        "fixed_extra_seconds_again": w_again.median - plain.median,
+        "fixed_plain_seconds": plain.median,
+    }
 
 
 def main() -> None:
@@ -396,7 +425,9 @@ def main() -> None:
     parser.add_argument("--completed", type=int, default=1000, help="completed steps of part 2")
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement")
     parser.add_argument("--fixed-repeat", type=int, default=11, help="runs per side of part 3")
-    parser.add_argument("--only", choices=["overhead", "resume", "fixed"], default=None)
+    parser.add_argument("--whole-repeat", type=int, default=5, help="runs per side of part 4")
+    parser.add_argument("--only", choices=["overhead", "resume", "fixed", "whole"], default=None)
+    parser.add_argument("--json", action="store_true", help="last line: the figures as JSON")
     args = parser.parse_args()
     import prefect_waymark
 
@@ -405,12 +436,19 @@ def main() -> None:
     _count_heartbeat_joins()
     root = Path(tempfile.mkdtemp(prefix="waymark-bench-resume-"))
     try:
+        figures: dict[str, float] = {}
         if args.only in (None, "overhead"):
-            run_overhead(root, args.steps, args.repeat)
+            figures |= run_overhead(root, args.steps, args.repeat)
         if args.only in (None, "resume"):
-            run_resume(root, args.completed, args.repeat)
+            figures |= run_resume(root, args.completed, args.repeat)
         if args.only in (None, "fixed"):
-            run_fixed(root, args.fixed_repeat)
+            figures |= run_fixed(root, args.fixed_repeat)
+        if args.only in (None, "whole"):
+            from whole_process import run_whole  # beside this file
+
+            figures |= run_whole(root, args.whole_repeat)
+        if args.json:
+            print(json.dumps({k: round(v, 4) for k, v in figures.items()}, sort_keys=True))
     finally:
         shutil.rmtree(root, ignore_errors=True)
         stop()

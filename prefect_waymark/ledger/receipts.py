@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
@@ -41,6 +40,7 @@ from .receipt_records import (
     ReceiptStore,
     default_action_key,
 )
+from .upserts import insert_ignoring_conflict
 
 __all__ = [
     "ActionClaim",
@@ -51,11 +51,6 @@ __all__ = [
 ]
 
 _rc = ReceiptRow.__table__  # type: ignore[attr-defined]
-# ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL transaction).
-_INSERT_IGNORING_CONFLICT = {
-    "sqlite": sqlite.insert(_rc).on_conflict_do_nothing().returning(_rc.c.key),
-    "postgresql": postgresql.insert(_rc).on_conflict_do_nothing().returning(_rc.c.key),
-}
 
 
 def _intent(
@@ -255,7 +250,9 @@ class SqlReceipts(ReceiptStore):
             raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
 
     def _insert_new(self, conn: Connection, rec: ReceiptRecord) -> bool:
-        stmt = _INSERT_IGNORING_CONFLICT.get(conn.dialect.name)
+        # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL
+        # transaction).
+        stmt = insert_ignoring_conflict(conn.dialect.name, _rc, _rc.c.key)
         if stmt is not None:
             return conn.execute(stmt, rec.row_values()).first() is not None
         try:  # another SQL back-end: let the primary key raise

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import bindparam, delete, event, func, insert, inspect, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
@@ -37,6 +36,7 @@ from .schema import (
     states_by_step,
 )
 from .step_state import StepState, apply_event, check_transition
+from .upserts import insert_ignoring_conflict
 from .urls import check_ledger_url
 
 __all__ = ["SqlLedger"]
@@ -83,28 +83,28 @@ _STEP_STATE = (
     .with_for_update()
 )
 _INSERT_STEP = insert(_steps)
+
+
 # A step's first event inserts an empty projection row first, so that SELECT ... FOR UPDATE has a
 # row to lock: a concurrent first event for the same step then waits instead of failing on the
 # primary key (PostgreSQL) — the loser re-reads the winner's state and is checked against it.
-_CLAIM_STEP = {
-    "sqlite": sqlite.insert(_steps).on_conflict_do_nothing(),
-    "postgresql": postgresql.insert(_steps).on_conflict_do_nothing(),
-}
+def _claim_step(dialect: str) -> Any:
+    return insert_ignoring_conflict(dialect, _steps)
+
+
 _UPDATE_STEP = (
     update(_steps)
     .where(_steps.c.plan_id == bindparam("p_plan"), _steps.c.step_id == bindparam("p_step"))
     .values(last_seq=bindparam("last_seq"), state=bindparam("state"))
 )
-_CLAIM_META = {
-    "sqlite": sqlite.insert(_meta).on_conflict_do_nothing(),
-    "postgresql": postgresql.insert(_meta).on_conflict_do_nothing(),
-}
+
+
 # ON CONFLICT DO NOTHING: the (plan_id, branch) primary key still decides who holds the slot;
 # a loser gets no row back instead of an error that would abort a PostgreSQL transaction.
-_TAKE_HOLD = {
-    "sqlite": sqlite.insert(_holds).on_conflict_do_nothing().returning(_holds.c.branch),
-    "postgresql": postgresql.insert(_holds).on_conflict_do_nothing().returning(_holds.c.branch),
-}
+def _take_hold_stmt(dialect: str) -> Any:
+    return insert_ignoring_conflict(dialect, _holds, _holds.c.branch)
+
+
 _HOLDER = select(_holds.c.step_id, _holds.c.run_id).where(
     _holds.c.plan_id == bindparam("p_plan"), _holds.c.branch == bindparam("p_branch")
 )
@@ -194,7 +194,7 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
             if found is None:
                 if not create:
                     raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
-                claim = _CLAIM_META.get(conn.dialect.name)
+                claim = insert_ignoring_conflict(conn.dialect.name, _meta)
                 for key, value in new_ledger_meta().items():
                     if claim is not None:  # a concurrent creator may have written it first
                         conn.execute(claim, {"key": key, "value": value})
@@ -246,7 +246,8 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                 self._take_hold(conn, ev, lease_seconds)
             row = conn.execute(_STEP_STATE, key).first()
             if row is None:
-                claim = _CLAIM_STEP.get(conn.dialect.name, _INSERT_STEP)
+                claim = _claim_step(conn.dialect.name)
+                claim = _INSERT_STEP if claim is None else claim
                 placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
                 claimed = conn.execute(claim, {**placeholder, "state": ""}).rowcount == 1
                 # Our own placeholder (locked by this transaction until it ends) is empty; only
@@ -283,7 +284,7 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
             "since": ev.at.isoformat(),
             "lease_until": time.time() + lease_seconds,
         }
-        stmt = _TAKE_HOLD.get(conn.dialect.name)
+        stmt = _take_hold_stmt(conn.dialect.name)
         if stmt is not None:
             taken = conn.execute(stmt, values).first() is not None
         else:  # another SQL back-end: let the primary key raise
