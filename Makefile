@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 
-.PHONY: venv demo test lint bench screenshots clean
+.PHONY: venv demo test lint bench profile screenshots clean
 
 venv: $(VENV)/.installed
 
@@ -31,6 +31,9 @@ bench: venv
 	$(BIN)/python bench/bench_ledger.py
 	$(BIN)/python bench/bench_resume.py
 	$(BIN)/python bench/bench_http_refs.py
+
+profile: venv  # where a run's time goes, against plain Prefect (cProfile; see bench/profile_run.py)
+	$(BIN)/python bench/profile_run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
