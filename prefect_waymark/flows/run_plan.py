@@ -35,6 +35,7 @@ from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers
 from ..markers.artifacts import run_observers
+from ..markers.plan_page_publish import PlanPage
 from ..models import utcnow
 from ..plan.spec import PlanSpec
 from ..review.gate import ReviewGate
@@ -158,6 +159,7 @@ def run_plan(
             preflight_markers(spec, ledger, folder)
         history = marker_history(ledger, spec.plan_id)
         states = ledger.step_states(spec.plan_id)
+        start_view = None if history else build_view(spec, states)  # also the guards' view
         run = RunRecord(
             spec=spec,
             ledger=ledger,
@@ -171,7 +173,9 @@ def run_plan(
             started_at=utcnow().isoformat(),
             started_from=history[-1]["next_start"]["step"]
             if history
-            else build_view(spec, states).next_step,
+            else start_view.next_step
+            if start_view is not None
+            else None,
             markers_folder=folder,
             publish_artifacts=publish_artifacts,
             keeps_outputs=result_storage is not None,
@@ -224,6 +228,7 @@ def run_plan(
                 budget,
                 agent_wait_seconds,
                 runner,
+                start_view,
             )
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
             record_crash(run, exc)
@@ -253,12 +258,14 @@ def _run_steps(
     budget: SlotBudget | None = None,
     agent_wait_seconds: float = 0,
     runner: Any = None,
+    start_view: PlanView | None = None,
 ) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str | None] | None]:
     """Run the steps; return the summary and the step states read at the end, with their view,
     and — a deployment's run that stops for review — the pause key and form text to suspend
     with. ``states`` are those read at run start (read again if an answer or a take-over moved
     them)."""
     spec, ledger, logger = run.spec, run.ledger, run.logger
+    start_states = states  # ``start_view`` (if given) is the view of these very states
     deployed = bool(run.flow_run_id) and in_deployment_run()
     # Given storage (not the workdir default) keeps the declared outputs too.
     results = ResultAccess(storage, keep_outputs=run.keeps_outputs)
@@ -292,6 +299,7 @@ def _run_steps(
             take_up(gate, resumed)
             states = ledger.step_states(spec.plan_id)
     observers: list[RunObserver] = run_observers(gate, run.workdir) if run.publish_artifacts else []
+    run.pages.extend(o.publisher for o in observers if isinstance(o, PlanPage))
     if run.boundary is not None:
         observers.append(run.boundary)  # looks at the workdir after each step
     runtime = StepRuntime(
@@ -325,6 +333,8 @@ def _run_steps(
         states=states,
         aborted=gate.check_abort(),
     )
+    if start_view is not None and states is start_states:  # not re-read since: the same view
+        ctx.__dict__["view"] = start_view  # GuardContext.view is a cached_property
     ctx = guards.on_run_start(ctx, lambda sid, v: _stop_at_start(loop, sid, v))
     gate.announce_open(ctx.view.needs_review)
     runtime.context = ctx

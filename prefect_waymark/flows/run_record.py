@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,9 @@ class RunRecord:
     boundary: RunBoundary | None = None
     #: A sub-plan's run: its parent plan, step and run and their forbidden list (subplans/).
     subplan_of: dict[str, Any] | None = None
+    #: The run's plan page publisher once its observers exist: the run's end updates the
+    #: version it created (no lookup, no second copy of the page's inputs).
+    pages: list[Any] = field(default_factory=list)
 
     def summary(self, result: RunResult, **fields: Any) -> RunSummary:
         return RunSummary(
@@ -97,6 +100,7 @@ class RunRecord:
             artifacts=self.publish_artifacts,
             states=states,
             view=view,
+            page=self.pages[0] if self.pages else None,
         )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ..ledger.progress_view import PlanView
+from ..ledger.progress_view import PlanView, StepView
 from ..run.observers import RunObserver
 from .markdown import first_line
 from .plan_copy import PlanCopy, plan_copy
@@ -133,9 +133,33 @@ def publish_run_artifacts(
             "error": first_line(s.error or s.review_reason, 200),
             "last change": _local(s.last_event_at),
         }
-        for s in view.steps
+        for s in _table_steps(view)
     ]
+    if len(rows) < len(view.steps):  # a huge plan: the table says what it left out
+        left = len(view.steps) - len(rows)
+        more = f"{left} more steps: `waymark status` lists all"
+        rows.append({**dict.fromkeys(rows[0], ""), "step": "…", "title": more})
     _create("table", copy.key("steps"), json.dumps(rows), description, copy.metadata())
+
+
+#: The steps table lists at most this many steps (a person does not read 10,000 rows; sending
+#: them cost the run and the server ~2 MB of JSON per run).
+STEPS_TABLE_MAX = 1000
+
+
+def _table_steps(view: PlanView) -> list[StepView]:
+    """Every step, or for a plan of more than :data:`STEPS_TABLE_MAX` steps every step with a
+    record or a status other than pending and the first pending ones up to it, in plan order."""
+    if len(view.steps) <= STEPS_TABLE_MAX:
+        return list(view.steps)
+    shown = [s for s in view.steps if s.status != "pending" or s.last_event_at]
+    room = STEPS_TABLE_MAX - len(shown)
+    if room > 0:
+        keep = set(map(id, shown))
+        shown += [s for s in view.steps if id(s) not in keep][:room]
+        order = {id(s): i for i, s in enumerate(view.steps)}
+        shown.sort(key=lambda s: order[id(s)])
+    return shown[:STEPS_TABLE_MAX]
 
 
 def _local(at: str | None) -> str:

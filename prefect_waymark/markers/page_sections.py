@@ -46,6 +46,11 @@ def _capped(rows: list[list[object]], what: str) -> tuple[list[list[object]], li
     return rows[:ROWS_SHOWN], [f"… and {len(rows) - ROWS_SHOWN} more {what} (see TASKS.md)"]
 
 
+def _more(total: int, what: str) -> list[str]:
+    """The line that says how many rows a capped table left out (none when it shows all)."""
+    return [f"… and {total - ROWS_SHOWN} more {what} (see TASKS.md)"] if total > ROWS_SHOWN else []
+
+
 def _evidence(sid: str, states: Mapping[str, StepState]) -> str:
     st = states.get(sid)
     if st is None:
@@ -60,8 +65,12 @@ def acceptance_section(
 ) -> list[str]:
     """Each step's acceptance items with their evidence status."""
     rows: list[list[object]] = []
+    total = 0
     for spec in plan.steps:
         if not spec.acceptance:
+            continue
+        total += len(spec.acceptance)
+        if len(rows) >= ROWS_SHOWN:  # counted, not rendered: the table shows ROWS_SHOWN rows
             continue
         status = view.step(spec.id).status
         st = states.get(spec.id)
@@ -77,7 +86,7 @@ def acceptance_section(
             rows.append([cell(item, 160), code(spec.id), state, evidence or "-"])
     if not rows:
         return []
-    rows, more = _capped(rows, "items")
+    rows, more = rows[:ROWS_SHOWN], _more(total, "items")
     return [
         "",
         "## Acceptance",
@@ -132,7 +141,7 @@ def steps_section(view: PlanView, states: Mapping[str, StepState], now: datetime
         if not steps:
             continue
         rows: list[list[object]] = []
-        for s in steps:
+        for s in steps[:ROWS_SHOWN]:  # only the rows shown are rendered (a huge plan's page)
             st = states.get(s.id)
             note = first_line(s.error or s.review_reason, 120) if status != "completed" else ""
             if s.skipped is not None:  # `waymark skip`: completed without running
@@ -149,7 +158,7 @@ def steps_section(view: PlanView, states: Mapping[str, StepState], now: datetime
                     cell(note, 120) or "-",
                 ]
             )
-        rows, more = _capped(rows, "steps")
+        more = _more(len(steps), "steps")
         out += [
             "",
             f"### {_STATUS_TITLE[status]} ({len(steps)})",

@@ -74,10 +74,13 @@ class PageInput:
     contract: GoalContract | None = None
     ui_url: str | None = None
     live_run: str | None = None
+    #: The view of ``states`` if the caller has it (the run built it already): used as ``view``.
+    known_view: PlanView | None = None
     view: PlanView = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "view", build_view(self.plan, dict(self.states)))
+        view = self.known_view or build_view(self.plan, dict(self.states))
+        object.__setattr__(self, "view", view)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from .plan_copy import PlanCopy, plan_copy, ui_base_url
 if TYPE_CHECKING:
     from ..guards.base import GuardContext
     from ..ledger.base import Ledger
+    from ..ledger.progress_view import PlanView
     from ..ledger.step_state import StepState
     from ..models import GoalContract
     from ..plan.spec import PlanSpec, StepSpec
@@ -62,14 +63,19 @@ class PlanPagePublisher:
         return self._contract
 
     def render(
-        self, *, live: bool, states: Mapping[str, StepState] | None = None
+        self,
+        *,
+        live: bool,
+        states: Mapping[str, StepState] | None = None,
+        view: PlanView | None = None,
     ) -> tuple[str, str]:
-        """The page's Markdown and its one-line description, from the ledger now."""
+        """The page's Markdown and its one-line description, from the ledger now (``view``: the
+        view of the ``states`` given, if the caller built it)."""
         from ..models import utcnow
         from .plan_page import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
 
         if states is None:
-            states = self.ledger.step_states(self.plan.plan_id)
+            states, view = self.ledger.step_states(self.plan.plan_id), None
         events = self.ledger.events(self.plan.plan_id, kinds=PAGE_EVENT_KINDS)
         page = PageInput(
             plan=self.plan,
@@ -80,6 +86,7 @@ class PlanPagePublisher:
             contract=self.contract(),
             ui_url=ui_base_url(),
             live_run=self.run_id if live else None,
+            known_view=view,
         )
         line = page_line(page)
         return render_plan_page(page), f"{line} — {self.copy.label}"
@@ -90,11 +97,12 @@ class PlanPagePublisher:
         live: bool,
         states: Mapping[str, StepState] | None = None,
         find: bool = False,
+        view: PlanView | None = None,
     ) -> None:
         """Create this run's version, or update it in place (``find``: look for a version this
         flow run made before, e.g. at the run's end); problems are logged, not raised."""
         try:
-            markdown, description = self.render(live=live, states=states)
+            markdown, description = self.render(live=live, states=states, view=view)
             if self.artifact_id is None and find:
                 self.artifact_id = _find_version(self.copy.key())
             if self.artifact_id is None:
@@ -166,9 +174,12 @@ def publish_plan_page(
     workdir: Path | str,
     run_id: str,
     states: Mapping[str, StepState] | None = None,
+    view: PlanView | None = None,
 ) -> None:
     """The run's last version of the page (at its end: the run is over, ``live`` is off)."""
-    PlanPagePublisher(plan, ledger, workdir, run_id).publish(live=False, states=states, find=True)
+    PlanPagePublisher(plan, ledger, workdir, run_id).publish(
+        live=False, states=states, find=True, view=view
+    )
 
 
 class PlanPage(RunObserver):
@@ -192,7 +203,7 @@ class PlanPage(RunObserver):
         self._sent_at, self._dirty = time.monotonic(), False
 
     def run_started(self, ctx: GuardContext) -> None:
-        self.publisher.publish(live=True, states=ctx.states)
+        self.publisher.publish(live=True, states=ctx.states, view=ctx.view)
         self._sent_at = time.monotonic()
 
     def step_completed(self, ctx: GuardContext, step: StepSpec) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ledger import Ledger
 from ..ledger.events import EventKind, ProgressEvent
@@ -18,6 +18,9 @@ from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
 from .marker_file import MARKER_FILE, read_marker_file, verify_marker_file, write_marker_file
 from .marker_record import build_marker, marker_history
+
+if TYPE_CHECKING:
+    from .plan_page_publish import PlanPagePublisher
 
 __all__ = [
     "VIEW_FILES",
@@ -79,12 +82,14 @@ def write_run_markers(
     artifacts: bool = True,
     states: Mapping[str, StepState] | None = None,
     view: PlanView | None = None,
+    page: PlanPagePublisher | None = None,
 ) -> dict[str, Any]:
     """Record and write this run's marker; return it. File problems are logged, not raised:
     the ledger event is the record of truth and the files can be rebuilt from it.
 
     ``states`` and ``view`` are the step states the run read at its end and their view; without
-    them both are read here."""
+    them both are read here. ``page``: the run's plan page publisher, which updates the version
+    it created at run start (else the version is looked up, or created)."""
     if states is None:
         states = ledger.step_states(plan.plan_id)
     if view is None:
@@ -118,7 +123,10 @@ def write_run_markers(
 
             publish_metrics_table(summary["metrics"], marker, ledger, logger)
         # The plan page's last version of this run: where the run left the plan.
-        publish_plan_page(plan, ledger, marker["workdir"], marker["run_id"], states)
+        if page is not None:
+            page.publish(live=False, states=states, find=True, view=view)
+        else:
+            publish_plan_page(plan, ledger, marker["workdir"], marker["run_id"], states, view)
     return marker
 
 

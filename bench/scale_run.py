@@ -1,0 +1,193 @@
+"""A 5-step run against plan size: ``run_plan(plan=..., max_steps=5)`` on a plan of N steps.
+
+What ``waymark run --max-steps 5`` costs on a multi-week plan that advances a few steps a day,
+against the same 5-step run on a 10-step plan (goal: <= 1.2x at 10,000 steps).
+
+Each repeat runs, for every size in turn (interleaved: load from elsewhere hits every size
+alike), a *fresh* plan (its own folder and ledger, so its first run) of N no-op ``call:`` steps
+and times ``run_plan(plan=<file>, max_steps=5)`` in this process, which ran the same flow before
+(imports and Prefect's first-time paths are not counted). The plan: a chain (step i depends on
+step i-1), every fifth step on a second branch ``docs``, a milestone per hundred steps, a title
+and an acceptance line on each (about 140 bytes a step of YAML). The 5 steps that run are the
+first five of the chain on both sizes: the work of the steps is the same, what differs is what
+the run does with the rest of the plan (load it, hash it, order it, render its views).
+
+Wall times are "net" as in ``bench_resume.py``: Prefect 3.9 ends every flow run by joining its
+heartbeat thread, which sleeps in whole seconds; the time spent in that join is left out (the
+raw medians are returned too). Against a running Prefect server: ``PREFECT_API_URL`` if set,
+else a local ``prefect server start`` in a temporary ``PREFECT_HOME``
+(:func:`prefect_waymark.run.local_server.ensure_local_server`), stopped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+__all__ = ["build_run_plan", "measure_run5"]
+
+# Per-task INFO lines would dominate a no-op step's cost (bench_resume.py does the same).
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+NOOP_MODULE = "def step(ctx):\n    return len(ctx.upstream)\n"
+RUN_STEPS = 5
+
+
+def build_run_plan(folder: Path, n_steps: int, plan_id: str) -> Path:
+    """A plan of ``n_steps`` no-op ``call:`` steps (see the module doc); returns its file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bench_noop.py").write_text(NOOP_MODULE)
+    steps = []
+    for i in range(n_steps):
+        step: dict[str, object] = {
+            "id": f"s{i:05d}",
+            "title": f"Step {i} of the plan",
+            "milestone": f"m{i // 100}",
+            "call": "bench_noop:step",
+            "acceptance": [f"step {i} returns"],
+        }
+        if i % 5 == 4:
+            step["branch"] = "docs"
+        if i:
+            step["depends_on"] = [f"s{i - 1:05d}"]
+        steps.append(step)
+    path = folder / "plan.yaml"
+    doc = {"plan_id": plan_id, "title": f"{n_steps}-step run bench plan", "steps": steps}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@contextmanager
+def _prefect_server() -> Iterator[None]:
+    """``PREFECT_API_URL`` if set, else a local server in a temporary home, stopped after."""
+    if os.environ.get("PREFECT_API_URL"):
+        yield
+        return
+    home = Path(tempfile.mkdtemp(prefix="waymark-bench-scale-prefect-"))
+    saved = {k: os.environ.get(k) for k in ("PREFECT_HOME", "PREFECT_API_URL")}
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect_waymark.run.local_server import ensure_local_server, stop_local_server
+
+    os.environ["PREFECT_API_URL"] = ensure_local_server().api_url
+    try:
+        yield
+    finally:
+        stop_local_server()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(home, ignore_errors=True)
+
+
+_JOINED = [0.0]  # seconds spent joining Prefect's flow heartbeat thread, in all
+
+
+@contextmanager
+def _heartbeat_joins_timed() -> Iterator[None]:
+    """Time every join of a ``heartbeat_loop`` thread into ``_JOINED`` (see the module doc)."""
+    original = threading.Thread.join
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        target = (getattr(self, "_args", None) or (None,))[0]
+        if getattr(target, "__name__", "") != "heartbeat_loop":
+            return original(self, timeout)
+        started = time.perf_counter()
+        try:
+            return original(self, timeout)
+        finally:
+            _JOINED[0] += time.perf_counter() - started
+
+    threading.Thread.join = join  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        threading.Thread.join = original  # type: ignore[method-assign]
+
+
+def _settle(limit: float = 120.0) -> None:
+    """Wait until the server has digested the previous runs' events (its task-run count stops
+    changing), so no run pays for the one before it."""
+    import httpx
+
+    url = os.environ["PREFECT_API_URL"].rstrip("/") + "/task_runs/count"
+    deadline = time.monotonic() + limit
+    last, same = -1, 0
+    with httpx.Client(timeout=60) as client:
+        while same < 2 and time.monotonic() < deadline:
+            count = int(client.post(url, json={}).json())
+            same = same + 1 if count == last else 0
+            last = count
+            time.sleep(0.3)
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """(net, raw) wall seconds of ``fn()``."""
+    joined = _JOINED[0]
+    started = time.perf_counter()
+    fn()
+    raw = time.perf_counter() - started
+    return raw - (_JOINED[0] - joined), raw
+
+
+def measure_run5(sizes: list[int], repeat: int) -> dict[str, float]:
+    """Median seconds of a 5-step run on a fresh plan of each size, ``repeat`` interleaved runs
+    per size: ``run5_seconds_<N>`` (net), ``run5_raw_seconds_<N>``, and
+    ``run5_ratio_10k_vs_10`` (median over repeats of 10,000 / 10 in the same repeat) when both
+    sizes are measured."""
+    from prefect_waymark.flows import run_plan
+
+    root = Path(tempfile.mkdtemp(prefix="waymark-bench-scale-run-"))
+    net: dict[int, list[float]] = {n: [] for n in sizes}
+    raw: dict[int, list[float]] = {n: [] for n in sizes}
+    ratios: list[float] = []
+    try:
+        with _prefect_server(), _heartbeat_joins_timed():
+
+            def run5(n: int, tag: str) -> None:
+                plan = build_run_plan(root / f"{tag}-{n}", n, f"bench-run5-{tag}-{n}")
+                summary = run_plan(plan=str(plan), max_steps=RUN_STEPS)
+                executed = summary["executed_steps"]
+                assert len(executed) == min(RUN_STEPS, n), summary
+
+            for n in sorted(set(sizes)):  # warm-up, not counted: imports, first-time paths
+                run5(n, "warm")
+            for r in range(repeat):
+                for n in sizes:
+                    _settle()
+                    one_net, one_raw = _timed(lambda n=n, r=r: run5(n, f"r{r}"))  # type: ignore[misc]
+                    net[n].append(one_net)
+                    raw[n].append(one_raw)
+                if 10_000 in sizes and 10 in sizes:
+                    ratios.append(net[10_000][-1] / net[10][-1])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, float] = {}
+    for n in sizes:
+        out[f"run5_seconds_{n}"] = round(statistics.median(net[n]), 4)
+        out[f"run5_raw_seconds_{n}"] = round(statistics.median(raw[n]), 4)
+    if ratios:
+        out["run5_ratio_10k_vs_10"] = round(statistics.median(ratios), 3)
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,10000", help="plan sizes, comma-separated")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps(measure_run5([int(s) for s in args.sizes.split(",")], args.repeat)))
