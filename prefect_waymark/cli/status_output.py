@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ledger.progress_view import PlanView
 from ..markers.markdown import cell
+from .status_table import LARGE_TABLE_ROWS, fast_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,11 +64,14 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     from rich.markup import escape
     from rich.table import Table
 
+    large = console is None and len(view.steps) >= LARGE_TABLE_ROWS
     console = console or Console(width=120)
     title = f"{view.plan_id}" + (f" — {view.title}" if view.title else "")
+    headers = ("step", "status", "owner", "branch", "last event")
     table = Table(title=title, title_justify="left")
-    for col in ("step", "status", "owner", "branch", "last event"):
+    for col in headers:
         table.add_column(col)
+    plain: list[tuple[str, ...]] = []  # the rows as text, for a big plan's table
     closed = extra.get("closed")
     if closed:
         from ..closing.closed import closed_line
@@ -78,23 +82,28 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
             forced = f" — forced, with {unmet} thing(s) unmet" if unmet else " — forced"
         line = escape(closed_line(view.plan_id, closed))
         console.print(f"[bold]{line}[/]{forced}", highlight=False)
+    subplans = extra.get("subplans", {})
     for s in view.steps:
         status = s.status + (" (definition changed)" if s.definition_changed else "")
         style = _STYLE.get(s.status, "")
+        text = status
         if s.skipped is not None:  # `waymark skip`: completed without running
-            status, style = escape(f"skipped: {cell(s.skipped, 60)}"), "dim green"
-        if s.id in extra.get("subplans", {}):  # a `plan:` step: its sub-plan's progress
+            text = f"skipped: {cell(s.skipped, 60)}"
+            status, style = escape(text), "dim green"
+        if s.id in subplans:  # a `plan:` step: its sub-plan's progress
             from ..subplans.status import subplan_cell
 
-            status += escape(f" — {subplan_cell(extra['subplans'][s.id])}")
-        table.add_row(
-            s.id,
-            f"[{style}]{status}[/]" if style else status,
-            s.owner or "",
-            s.branch,
-            (s.last_event_at or "")[:19].replace("T", " "),
-        )
-    console.print(table)
+            more = f" — {subplan_cell(subplans[s.id])}"
+            status, text = status + escape(more), text + more
+        owner, at = s.owner or "", (s.last_event_at or "")[:19].replace("T", " ")
+        if large:
+            plain.append((s.id, text, owner, s.branch, at))
+        else:
+            table.add_row(s.id, f"[{style}]{status}[/]" if style else status, owner, s.branch, at)
+    if not (large and fast_table(title, headers, plain, console.width, console.file)):
+        for row in plain:  # too wide for the fast table (rich wraps the cells): rich draws it
+            table.add_row(*(escape(v) for v in row))
+        console.print(table)
     counts = ", ".join(f"{n} {k}" for k, n in sorted(view.counts.items()))
     console.print(f"steps: {counts}")
     current = ", ".join(f"{b}: {sid}" for b, sid in sorted(view.current_step.items()))

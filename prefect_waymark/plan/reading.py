@@ -148,8 +148,9 @@ def _key_identity(event: yaml.ScalarEvent) -> tuple[str, str]:
     return (tag, event.value)
 
 
-def _scan_yaml(text: str, source: str, loader: Any) -> list[PlanProblem]:
-    """Walk the event stream once: refuse a document over a limit, list its duplicate keys."""
+def _scan_yaml(text: str, source: str, loader: Any, build: Any = None) -> list[PlanProblem]:
+    """Walk the event stream once: refuse a document over a limit, list its duplicate keys;
+    feed each event to ``build`` (a :class:`~.yaml_build.ValueBuilder`)."""
     stack: list[_Frame] = []
     anchors: dict[str, tuple[int, int, int]] = {}  # name -> (values, chars, height) of its node
     total = chars = 0
@@ -162,6 +163,8 @@ def _scan_yaml(text: str, source: str, loader: Any) -> list[PlanProblem]:
     node_events = (yaml.ScalarEvent, yaml.AliasEvent, yaml.SequenceStartEvent)
     events: Iterator[Any] = yaml.parse(text, Loader=loader)
     for event in events:
+        if build is not None:
+            build.feed(event)
         cls = type(event)
         if cls in node_events or cls is yaml.MappingStartEvent:
             line = event.start_mark.line + 1
@@ -240,10 +243,15 @@ def _scan_yaml(text: str, source: str, loader: Any) -> list[PlanProblem]:
 
 def load_yaml(text: str, source: str, loader: Any, syntax_problem: Callable[..., Any]) -> Any:
     """The YAML document's data, or :class:`PlanError` (syntax, a limit, duplicate keys)."""
+    from .yaml_build import ValueBuilder
+
+    build = ValueBuilder(loader)
     try:
-        dups = _scan_yaml(text, source, loader)
+        dups = _scan_yaml(text, source, loader, build)
         if dups:
             raise PlanError(dups)
+        if build.done:  # built from the scan's events: the same values as yaml.load's
+            return build.value
         return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader (yaml.SafeLoader's)
     except yaml.YAMLError as exc:
         raise PlanError([syntax_problem(source, exc)]) from None
@@ -253,6 +261,8 @@ def load_yaml(text: str, source: str, loader: Any, syntax_problem: Callable[...,
         # A value the YAML constructor cannot build: a date like 2024-13-45, a 5,000-digit int.
         msg = f"YAML value cannot be read: {clip(str(exc))}"
         raise PlanError([PlanProblem(source, "", msg)]) from None
+    finally:
+        build.close()
 
 
 class _Pairs(dict[str, Any]):

@@ -260,7 +260,12 @@ class PlanSpec(BaseModel):
     def _sorted(self) -> list[str]:
         from graphlib import TopologicalSorter
 
+        from .ordering import ready_rounds
+
         position = {s.id: i for i, s in enumerate(self.steps)}
+        fast = ready_rounds({s.id: s.depends_on for s in self.steps}, position.__getitem__)
+        if fast is not None:
+            return fast
         sorter: TopologicalSorter[str] = TopologicalSorter({s.id: s.depends_on for s in self.steps})
         sorter.prepare()
         order: list[str] = []

@@ -10,6 +10,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from ..models import ContractItem, GoalContract
+from .ordering import ready_rounds
 from .reading import shown
 from .spec import StepSpec
 
@@ -81,6 +82,8 @@ def check_steps(
                             f" (declared refs: {known})",
                         )
     graph = {s.id: [d for d in s.depends_on if d in seen and d != s.id] for s in steps if s}
+    if ready_rounds(graph) is not None:
+        return  # no cycle: graphlib's search (slow on big plans) is only run to name one
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as exc:
