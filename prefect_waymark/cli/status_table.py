@@ -21,7 +21,8 @@ def fast_table(
     out: IO[str] | None = None,
 ) -> bool:
     """Write the table (rich's heavy-head box, title left above it); ``False`` (nothing written)
-    if a row does not fit in ``width`` columns or a cell holds a line break: rich wraps those."""
+    if a row does not fit in ``width`` columns or a cell holds a character that is not printable
+    (a line break, a tab, an escape sequence): rich wraps, expands or escapes those."""
     from rich.cells import cell_len
 
     widths = [cell_len(h) for h in headers]
@@ -33,8 +34,8 @@ def fast_table(
     total = sum(widths) + 3 * len(widths) + 1
     if total > width or cell_len(title) > total:
         return False
-    if any("\n" in v or "\r" in v for row in rows for v in row):
-        return False
+    if not all(v.isprintable() for row in rows for v in row):
+        return False  # a line break, a tab, an escape sequence: rich wraps, expands or escapes
 
     def line(left: str, fill: str, mid: str, right: str) -> str:
         return left + mid.join(fill * (w + 2) for w in widths) + right

@@ -159,7 +159,7 @@ def run_plan(
             preflight_markers(spec, ledger, folder)
         history = marker_history(ledger, spec.plan_id)
         states = ledger.step_states(spec.plan_id)
-        start_view = None if history else build_view(spec, states)  # also the guards' view
+        start_view = build_view(spec, states)  # where the run starts; also the guards' view
         run = RunRecord(
             spec=spec,
             ledger=ledger,

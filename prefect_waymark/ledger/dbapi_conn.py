@@ -113,6 +113,11 @@ class DbapiConnection:
         return DbapiResult(self._raw.execute(compiled.sql, values))
 
 
+# A forked child's copies of its parent's connection wrappers: kept referenced, never used or
+# closed in the child (closing one would roll back the parent's handle from the wrong process).
+_INHERITED: list[Any] = []
+
+
 class LeanSqlite:
     """One DBAPI connection of a SQLite ledger's engine, for its appends (thread-safe: one
     transaction at a time; a forked child opens its own instead of sharing its parent's)."""
@@ -120,37 +125,71 @@ class LeanSqlite:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._lock = threading.Lock()
-        self._pid = -1
+        self._pid = os.getpid()
         self._pooled: Any = None
         self._raw: sqlite3.Connection | None = None
 
+    def _after_fork(self) -> None:
+        """In a forked child: leave the parent's connection (and pool) alone, start afresh —
+        with a new lock too, in case another thread of the parent held it at the fork."""
+        if self._pooled is not None:
+            _INHERITED.append(self._pooled)
+        self._pooled = self._raw = None
+        self._engine.dispose(close=False)  # SQLAlchemy's advice for a forked child's pool
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
     def _connection(self) -> sqlite3.Connection:
-        if self._raw is None or self._pid != os.getpid():
+        if self._raw is None:
             # From the engine's pool: its connect hook set WAL, busy_timeout and autocommit
             # mode (``isolation_level = None``: we issue BEGIN IMMEDIATE ourselves).
             self._pooled = self._engine.raw_connection()
             self._raw = self._pooled.driver_connection
-            self._pid = os.getpid()
         assert self._raw is not None
         return self._raw
+
+    def _drop(self) -> None:
+        """Give up the connection after a failure that may have left it mid-transaction (a
+        failed COMMIT, an interrupt): invalidated, so its lock goes; the next append opens
+        another."""
+        pooled, self._pooled, self._raw = self._pooled, None, None
+        if pooled is not None:
+            try:
+                pooled.invalidate()
+            except Exception:  # noqa: BLE001 - already broken: nothing more to release
+                pass
 
     @contextmanager
     def begin(self) -> Iterator[DbapiConnection]:
         """One write transaction: ``BEGIN IMMEDIATE`` (writers queue for the lock, as on the
-        SQLAlchemy path), committed when the block ends, rolled back if it raises."""
+        SQLAlchemy path), committed when the block ends, rolled back if anything raises —
+        a COMMIT that fails too: the write lock is never left held."""
+        if self._pid != os.getpid():
+            self._after_fork()
         with self._lock:
             raw = self._connection()
-            raw.execute("BEGIN IMMEDIATE")
             try:
-                yield DbapiConnection(raw)
-            except BaseException:
-                if raw.in_transaction:
+                if raw.in_transaction:  # never expected: a leftover is rolled back, not joined
                     raw.rollback()
+                raw.execute("BEGIN IMMEDIATE")
+                yield DbapiConnection(raw)
+                raw.commit()
+            except BaseException:
+                try:
+                    if raw.in_transaction:
+                        raw.rollback()
+                except BaseException:
+                    self._drop()
+                    raise
+                if raw.in_transaction:
+                    self._drop()
                 raise
-            raw.commit()
 
     def close(self) -> None:
+        if self._pid != os.getpid():
+            self._after_fork()
+            return
         with self._lock:
-            if self._pooled is not None and self._pid == os.getpid():
+            if self._pooled is not None:
                 self._pooled.close()  # back to the pool, which the engine then disposes of
             self._pooled = self._raw = None

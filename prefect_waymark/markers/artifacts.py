@@ -147,19 +147,26 @@ def publish_run_artifacts(
 STEPS_TABLE_MAX = 1000
 
 
+_FIRST = frozenset({"in_progress", "needs_review", "failed"})
+
+
 def _table_steps(view: PlanView) -> list[StepView]:
-    """Every step, or for a plan of more than :data:`STEPS_TABLE_MAX` steps every step with a
-    record or a status other than pending and the first pending ones up to it, in plan order."""
+    """Every step, or for a plan of more than :data:`STEPS_TABLE_MAX` steps the ones a person
+    looks for first, shown in plan order: running, stopped for review and failed steps, then
+    the other steps with a record (the latest first), then blocked, then pending ones."""
     if len(view.steps) <= STEPS_TABLE_MAX:
         return list(view.steps)
-    shown = [s for s in view.steps if s.status != "pending" or s.last_event_at]
-    room = STEPS_TABLE_MAX - len(shown)
-    if room > 0:
-        keep = set(map(id, shown))
-        shown += [s for s in view.steps if id(s) not in keep][:room]
-        order = {id(s): i for i, s in enumerate(view.steps)}
-        shown.sort(key=lambda s: order[id(s)])
-    return shown[:STEPS_TABLE_MAX]
+    steps = list(enumerate(view.steps))
+    first = [p for p in steps if p[1].status in _FIRST]
+    recorded = sorted(
+        (p for p in steps if p[1].status not in _FIRST and p[1].last_event_at),
+        key=lambda p: str(p[1].last_event_at),
+        reverse=True,
+    )
+    rest = [p for p in steps if p[1].status not in _FIRST and not p[1].last_event_at]
+    rest.sort(key=lambda p: p[1].status != "blocked")  # blocked before pending, stable
+    kept = (first + recorded + rest)[:STEPS_TABLE_MAX]
+    return [s for _, s in sorted(kept, key=lambda p: p[0])]
 
 
 def _local(at: str | None) -> str:

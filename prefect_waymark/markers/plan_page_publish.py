@@ -57,6 +57,10 @@ class PlanPagePublisher:
         self._contract: GoalContract | None = None
         self._contract_read = False
 
+    def forget_contract(self) -> None:
+        """Read the goal contract again for the next version (the run's last one)."""
+        self._contract_read = False
+
     def contract(self) -> GoalContract | None:
         if not self._contract_read:
             self._contract, self._contract_read = _contract(self.plan), True

@@ -124,6 +124,7 @@ def write_run_markers(
             publish_metrics_table(summary["metrics"], marker, ledger, logger)
         # The plan page's last version of this run: where the run left the plan.
         if page is not None:
+            page.forget_contract()  # a step or an answer may have changed it meanwhile
             page.publish(live=False, states=states, find=True, view=view)
         else:
             publish_plan_page(plan, ledger, marker["workdir"], marker["run_id"], states, view)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -196,4 +197,45 @@ def test_a_write_error_on_the_lean_path_is_a_ledger_error(tmp_path: Path) -> Non
     assert led.count_events(PLAN) == 0
     led.record(PLAN, EventKind.run_started, run_id="r")  # the lock gone: the path works again
     assert led.count_events(PLAN) == 1
+    led.close()
+
+
+def test_an_interrupt_inside_a_lean_transaction_leaves_no_lock_and_no_row(tmp_path: Path) -> None:
+    db = tmp_path / "interrupted.db"
+    led = SqlLedger(f"sqlite:///{db}")
+    assert led._lean is not None
+    try:
+        with led._lean.begin() as conn:
+            conn.execute(sa.text("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')"))
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    other = sqlite3.connect(db, timeout=0, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # the write lock is free at once
+    assert other.execute("SELECT count(*) FROM waymark_meta WHERE key='probe'").fetchone() == (0,)
+    other.rollback()
+    other.close()
+    led.record(PLAN, EventKind.run_started, run_id="r")  # and the ledger goes on
+    assert led.count_events(PLAN) == 1
+    led.close()
+
+
+def test_a_forked_child_appends_on_its_own_connection(tmp_path: Path) -> None:
+    import os
+
+    led = SqlLedger(f"sqlite:///{tmp_path / 'fork.db'}")
+    led.record(PLAN, EventKind.run_started, run_id="parent-1")
+    pid = os.fork()
+    if pid == 0:  # the child: its own connection, then exit without running pytest's teardown
+        code = 0
+        try:
+            led.record(PLAN, EventKind.run_started, run_id="child")
+            led.close()
+        except BaseException:  # noqa: BLE001 - reported by the exit code
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    led.record(PLAN, EventKind.run_started, run_id="parent-2")  # the parent's still works
+    assert [e.run_id for e in led.events(PLAN)] == ["parent-1", "child", "parent-2"]
     led.close()

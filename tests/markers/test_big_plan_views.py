@@ -52,3 +52,28 @@ def test_page_sections_render_the_rows_shown_and_count_the_rest() -> None:
     acceptance = "\n".join(acceptance_section(plan, view, {}, now))
     assert "… and 25 more items (see TASKS.md)" in acceptance
     assert f"item {ROWS_SHOWN - 1}" in acceptance and f"item {ROWS_SHOWN}" not in acceptance
+
+
+def test_steps_table_keeps_the_running_and_failed_steps_of_a_long_history() -> None:
+    """1,200 completed steps, then a failed one, a running one and pending ones: the cap keeps
+    the two that matter and the latest completed ones, not the first 1,000 completed."""
+    n = STEPS_TABLE_MAX + 400
+    plan = _plan(n)
+    done = STEPS_TABLE_MAX + 200
+    states = {
+        f"s{i:05d}": StepState(
+            step_id=f"s{i:05d}",
+            status=StepStatus.completed,
+            last_at=f"2026-11-{1 + i // 100:02d}T00:00:{i % 60:02d}+00:00",
+        )
+        for i in range(done)
+    }
+    failed, running = f"s{done:05d}", f"s{done + 1:05d}"
+    states[failed] = StepState(step_id=failed, status=StepStatus.failed, error="boom")
+    states[running] = StepState(step_id=running, status=StepStatus.in_progress)
+    shown = [s.id for s in _table_steps(build_view(plan, states))]
+    assert len(shown) == STEPS_TABLE_MAX
+    assert failed in shown and running in shown
+    assert f"s{done - 1:05d}" in shown  # the latest completed step
+    assert "s00000" not in shown  # the oldest completed ones give way
+    assert shown == sorted(shown)  # plan order
