@@ -2,8 +2,9 @@
 
 Each scheduled run of ``run_plan`` continues where the last one stopped and executes at most
 ``--max-steps`` steps (the run ends "stopped" and the next day's run continues). The deployment
-allows one run at a time (``concurrency_limit=1``); the ledger would refuse a second runner's
-steps on the same branch anyway.
+allows one run at a time (concurrency limit 1, collision strategy ``ENQUEUE``, as
+``waymark deploy`` sets it: a run triggered while one is running waits its turn); the ledger
+would refuse a second runner's steps on the same branch anyway.
 
     python deployments/daily_plan.py examples/research_report/plan.yaml \
         --cron "0 9 * * 1-5" --max-steps 2
@@ -18,6 +19,7 @@ import argparse
 from pathlib import Path
 
 from prefect import serve
+from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 from prefect.deployments.runner import EntrypointType, RunnerDeployment
 
 from prefect_waymark import load_plan
@@ -34,7 +36,10 @@ def build_deployment(
         name=plan.plan_id,
         cron=cron,
         parameters={"plan": str(plan_path.resolve()), "max_steps": max_steps},
-        concurrency_limit=1,
+        # One run at a time; a run triggered meanwhile waits (ENQUEUE), as `waymark deploy`.
+        concurrency_limit=ConcurrencyLimitConfig(
+            limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE
+        ),
         # Load the flow by module path: run_plan lives in a package (relative imports).
         entrypoint_type=EntrypointType.MODULE_PATH,
         # Its runs carry these tags and name themselves `<plan id> · <executor> · <time>`.

@@ -1,4 +1,5 @@
-"""``waymark hook claude-code EVENT`` and ``waymark hook generic [EVENT] --json``.
+"""``waymark hook claude-code EVENT`` and ``waymark hook generic [EVENT] --json``; a bare
+``waymark hook [EVENT] --json`` (no command name) is the generic form.
 
 A harness runs the hook once per lifecycle event with the event as JSON on stdin. Both commands
 decide the same way (:mod:`prefect_waymark.hooks.decisions`) and differ only in the answer:
@@ -19,7 +20,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from ..hooks.claude_code import answer
 from ..hooks.decisions import Decision, decide
@@ -28,9 +29,22 @@ from ..hooks.settings import resolve_settings
 
 __all__ = ["hook_app"]
 
+
+class _GenericByDefault(TyperGroup):
+    """``waymark hook --json`` / ``waymark hook EVENT --json``: arguments that do not start
+    with a command's name (nor ask for help) go to ``generic``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["generic", *args]
+        return list(super().parse_args(ctx, args))
+
+
 hook_app = typer.Typer(
     name="hook",
-    help="Answer an agent harness's hook events from the plan and its ledger (stdin: the event).",
+    cls=_GenericByDefault,
+    help="Answer an agent harness's hook events from the plan and its ledger (stdin: the "
+    "event). `waymark hook [EVENT] --json` without a command is `waymark hook generic`.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -183,7 +197,7 @@ def generic(
     workdir: WorkdirOpt = None,
 ) -> None:
     """The same decision, harness-neutral: {"event", "decision": allow|deny|block|none,
-    "reason", "context", ...} (always exit 0)."""
+    "reason", "context", ...} (always exit 0). Also `waymark hook [EVENT] --json`."""
     opts = {"plan": plan, "executor": executor, "every": every, "ledger": ledger,
             "workdir": workdir}  # fmt: skip
     d = _safe(ctx, event, opts)

@@ -4,6 +4,9 @@ itself through typer's CliRunner (how the lead's ``waymark hook`` will call it).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +69,35 @@ def test_the_generic_text_form(tmp_path: Path) -> None:
         env=env_for(plan),
     )
     assert proc.returncode == 0 and proc.stdout.startswith("PreToolUse: deny: Forbidden by")
+
+
+def test_waymark_hook_json_without_a_command_is_the_generic_form(tmp_path: Path) -> None:
+    """The issue's ``waymark hook --json`` (event from stdin, or ``waymark hook EVENT --json``):
+    the same document as ``waymark hook generic``, through the real ``waymark`` script too; a
+    bad option is still a notice, exit 0."""
+    plan = make_plan(tmp_path)
+    env = env_for(plan)
+    event = payload("pre_tool_use_bash_deploy.json", tmp_path)
+    want = _generic(stdin=event, env=env)
+    assert want["decision"] == "deny"
+    assert answer(hook("--json", stdin=event, env=env)) == want
+    assert answer(hook("PreToolUse", "--json", stdin=event, env=env)) == want
+    script = str(Path(sys.executable).with_name("waymark"))
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("WAYMARK_", "CLAUDE_"))}
+    proc = subprocess.run(
+        [script, "hook", "--json", "--bogus"],
+        input=json.dumps(event),
+        env={**full, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["notices"] == ["arguments ignored: --bogus"]
+    assert {**doc, "notices": []} == {**want, "notices": []}
+    text = hook("PreToolUse", stdin=event, env=env)
+    assert text.returncode == 0 and text.stdout.startswith("PreToolUse: deny: ")
 
 
 def test_the_sub_app_through_typers_cli_runner(tmp_path: Path) -> None:

@@ -10,13 +10,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests._support.helpers import run_cli, write_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _wait_for_deployment(name: str, proc: subprocess.Popen[bytes]) -> None:
+def _wait_for_deployment(name: str, proc: subprocess.Popen[bytes]) -> Any:
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
@@ -25,8 +26,7 @@ def _wait_for_deployment(name: str, proc: subprocess.Popen[bytes]) -> None:
         while time.monotonic() < deadline:
             assert proc.poll() is None, "the serve process exited"
             try:
-                client.read_deployment_by_name(name)
-                return
+                return client.read_deployment_by_name(name)
             except ObjectNotFound:
                 time.sleep(0.5)
     raise AssertionError(f"deployment {name} never appeared")
@@ -59,7 +59,12 @@ def test_served_deployment_advances_the_plan_each_run(prefect_server: str, tmp_p
         start_new_session=True,
     )
     try:
-        _wait_for_deployment("waymark-run-plan/daily-plan", proc)
+        dep = _wait_for_deployment("waymark-run-plan/daily-plan", proc)
+        # One run at a time, a run triggered meanwhile waits its turn (as `waymark deploy`).
+        assert dep.global_concurrency_limit is not None
+        assert dep.global_concurrency_limit.limit == 1
+        assert dep.concurrency_options is not None
+        assert dep.concurrency_options.collision_strategy == "ENQUEUE"
         runs = []
         for _ in range(2):
             fr = run_deployment("waymark-run-plan/daily-plan", timeout=180, poll_interval=1)

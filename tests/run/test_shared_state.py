@@ -1,14 +1,20 @@
 """A plan's state beyond one folder (issue 12, item 2): two workdirs that never share a file —
 two machines, or a fresh clone per run — alternate runs of one plan on one ledger and one result
-storage. No step is redone, none skipped, every declared output is present in both (restored
+storage (a SQLite file and a folder; a PostgreSQL database and a saved ``LocalFileSystem``
+block). No step is redone, none skipped, every declared output is present in both (restored
 from the storage, hash checked), an output a person edited still stops for review, and the
 markers agree. Real CLI runs on the session's Prefect server."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from pathlib import Path
 
+import pytest
+
+from prefect_waymark.run.output_store import output_key
 from tests._support.helpers import run_cli, write_plan
 from tests._support.resume_helpers import runs_of
 
@@ -40,14 +46,27 @@ def _total(folders: list[Path], step: str) -> int:
     return sum(runs_of(f / f"{step}.count") for f in folders)
 
 
+def _shared_state(kind: str, request: pytest.FixtureRequest, team: Path) -> list[str]:
+    """``--ledger`` and ``--results`` of the team: a SQLite file and a folder, or (the issue's
+    form) one PostgreSQL database and a saved ``LocalFileSystem`` block, by its slug."""
+    if kind == "folder-sqlite":
+        return ["--ledger", f"sqlite:///{team / 'ledger.db'}", "--results", str(team / "results")]
+    from prefect.filesystems import LocalFileSystem
+
+    name = f"shared-state-{uuid.uuid4().hex[:8]}"
+    LocalFileSystem(basepath=str(team / "block")).save(name)
+    pg_url: str = request.getfixturevalue("pg_url")
+    return ["--ledger", pg_url, "--results", f"local-file-system/{name}"]
+
+
+@pytest.mark.parametrize("kind", ["folder-sqlite", "block-postgres"])
 def test_two_workdirs_alternate_on_one_ledger_and_one_result_storage(
-    prefect_server: str, tmp_path: Path
+    prefect_server: str, tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
     a, b = tmp_path / "machine-a", tmp_path / "machine-b"
     for folder in (a, b):
         write_plan(folder, PLAN)
-    shared = ["--ledger", f"sqlite:///{tmp_path / 'team' / 'ledger.db'}"]
-    shared += ["--results", str(tmp_path / "team" / "results")]
+    shared = _shared_state(kind, request, tmp_path / "team")
 
     def run(folder: Path, *extra: str) -> str:
         proc = run_cli("run", str(folder / "plan.yaml"), *shared, *extra)
@@ -65,6 +84,13 @@ def test_two_workdirs_alternate_on_one_ledger_and_one_result_storage(
     assert runs_of(b / "collect.count") == 0 and runs_of(a / "analyse.count") == 0
     for folder in folders:
         assert (folder / "data.json").exists() and (folder / "out.md").exists()
+    if kind == "block-postgres":  # the outputs b and a restored came through the block
+        for rel in ("data.json", "out.md"):
+            sha = hashlib.sha256((a / rel).read_bytes()).hexdigest()
+            assert (tmp_path / "team" / "block" / output_key(sha)).read_bytes() == (
+                a / rel
+            ).read_bytes()
+        assert not (tmp_path / "team" / "results").exists()
 
     # A person's edit is still an edit: present but different stops for review.
     (b / "data.json").write_text('{"rows": 4}')
