@@ -177,42 +177,10 @@ def measure_reads(sizes: list[int], repeat: int, log: bool = True) -> dict[str, 
 
 
 def _status_ledger(folder: Path, n_events: int, n_steps: int) -> Path:
-    """A plan of ``n_steps`` steps whose ledger holds exactly ``n_events`` events: whole runs
-    of the plan (each step rerun after the first) until the budget is spent (as
-    ``bench_ledger.py`` builds it)."""
-    steps = [
-        {"id": f"step-{i:03d}", "run": f"echo {i}", "owner": "bench"}
-        | ({"depends_on": [f"step-{i - 1:03d}"]} if i else {})
-        for i in range(n_steps)
-    ]
-    path = folder / "plan.yaml"
-    path.write_text(yaml.safe_dump({"plan_id": "bench-status", "steps": steps}, sort_keys=False))
-    spec = load_plan(path)
-    hashes = spec.step_hashes()
-    led = SqlLedger(default_ledger_url(folder))
-    written = run = 0
-    try:
-        while written < n_events:
-            run += 1
-            rid = f"run-{run}"
-            led.record(spec.plan_id, "run_started", run_id=rid, step_hashes=hashes)
-            written += 1
-            for s in spec.steps:
-                if written + 3 > n_events:
-                    break
-                common = {"step_id": s.id, "branch": s.branch, "run_id": rid}
-                if run > 1:
-                    led.record(spec.plan_id, "step_rerun_requested", reason="bench", **common)
-                    written += 1
-                led.record(spec.plan_id, "step_started", def_hash=hashes[s.id], **common)
-                led.record(spec.plan_id, "step_completed", def_hash=hashes[s.id], **common)
-                written += 2
-            if written < n_events:
-                led.record(spec.plan_id, "run_finished", run_id=rid, result="stopped")
-                written += 1
-    finally:
-        led.close()
-    return path
+    """The ledger ``bench_ledger.py`` times ``status --json`` on (one builder for both)."""
+    from bench_ledger import build_ledger as build_status_ledger  # beside this file
+
+    return build_status_ledger(folder, n_events, n_steps)
 
 
 def status_json_vs_bare_python(

@@ -14,13 +14,15 @@ from typing import Any
 
 import yaml
 
-__all__ = ["GaveUp", "ValueBuilder"]
+__all__ = ["ValueBuilder"]
 
 _STR = "tag:yaml.org,2002:str"
 
 
-class GaveUp(Exception):
-    """The document is not a plain one: ``yaml.load`` builds it."""
+def _give_up() -> ValueError:
+    """The document is not a plain one: ``yaml.load`` builds it (:meth:`ValueBuilder.feed`
+    catches this, and every other error, and stops building)."""
+    return ValueError("not a plain YAML document")
 
 
 class ValueBuilder:
@@ -63,7 +65,7 @@ class ValueBuilder:
             top.append(value)
         elif not key:
             if isinstance(value, dict | list) or value == "<<":
-                raise GaveUp  # a complex key or a merge key: the safe loader's rules
+                raise _give_up()  # a complex key or a merge key: the safe loader's rules
             key.append(value)
         else:
             top[key.pop()] = value  # a duplicate key was refused already (or is the last)
@@ -82,21 +84,21 @@ class ValueBuilder:
         cls = type(event)
         if cls is yaml.ScalarEvent:
             if event.anchor is not None or event.tag is not None:
-                raise GaveUp
+                raise _give_up()
             self._add(self._scalar(event))
         elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
             if event.anchor is not None or event.tag is not None:
-                raise GaveUp
+                raise _give_up()
             self._stack.append(({} if cls is yaml.MappingStartEvent else [], []))
         elif cls is yaml.MappingEndEvent or cls is yaml.SequenceEndEvent:
             done, _ = self._stack.pop()
             self._add(done)
         elif cls is yaml.AliasEvent:
-            raise GaveUp
+            raise _give_up()
         elif cls is yaml.DocumentStartEvent:
             self._docs += 1
             if self._docs > 1:
-                raise GaveUp  # yaml.load refuses it, with its own message
+                raise _give_up()  # yaml.load refuses it, with its own message
         elif cls is yaml.StreamEndEvent:
             self.done = True
 
