@@ -109,8 +109,11 @@ _HEARTBEAT_JOIN = [0.0]  # seconds spent joining Prefect's flow heartbeat thread
 def _count_heartbeat_joins() -> None:
     """Prefect 3.9 joins a flow run's heartbeat thread when the run ends; that thread sleeps in
     whole seconds, so every flow run's wall time is rounded up to a second boundary (0-1 s, for
-    both sides alike). Time the join, so the figures can be given without that rounding."""
+    both sides alike). Time the join, so the figures can be given without that rounding.
+    Installed once per process (``bench/scale_run.py`` calls it too)."""
     original = threading.Thread.join
+    if getattr(original, "waymark_timed", False):
+        return
 
     def join(self: threading.Thread, timeout: float | None = None) -> None:
         target = (getattr(self, "_args", None) or (None,))[0]
@@ -122,6 +125,7 @@ def _count_heartbeat_joins() -> None:
         finally:
             _HEARTBEAT_JOIN[0] += time.perf_counter() - started
 
+    join.waymark_timed = True  # type: ignore[attr-defined]
     threading.Thread.join = join  # type: ignore[method-assign]
 
 

@@ -25,13 +25,13 @@ import os
 import shutil
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
+from bench_resume import _HEARTBEAT_JOIN, _count_heartbeat_joins, _settle  # beside this file
 
 __all__ = ["build_run_plan", "measure_run5"]
 
@@ -91,54 +91,13 @@ def _prefect_server() -> Iterator[None]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-_JOINED = [0.0]  # seconds spent joining Prefect's flow heartbeat thread, in all
-
-
-@contextmanager
-def _heartbeat_joins_timed() -> Iterator[None]:
-    """Time every join of a ``heartbeat_loop`` thread into ``_JOINED`` (see the module doc)."""
-    original = threading.Thread.join
-
-    def join(self: threading.Thread, timeout: float | None = None) -> None:
-        target = (getattr(self, "_args", None) or (None,))[0]
-        if getattr(target, "__name__", "") != "heartbeat_loop":
-            return original(self, timeout)
-        started = time.perf_counter()
-        try:
-            return original(self, timeout)
-        finally:
-            _JOINED[0] += time.perf_counter() - started
-
-    threading.Thread.join = join  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        threading.Thread.join = original  # type: ignore[method-assign]
-
-
-def _settle(limit: float = 120.0) -> None:
-    """Wait until the server has digested the previous runs' events (its task-run count stops
-    changing), so no run pays for the one before it."""
-    import httpx
-
-    url = os.environ["PREFECT_API_URL"].rstrip("/") + "/task_runs/count"
-    deadline = time.monotonic() + limit
-    last, same = -1, 0
-    with httpx.Client(timeout=60) as client:
-        while same < 2 and time.monotonic() < deadline:
-            count = int(client.post(url, json={}).json())
-            same = same + 1 if count == last else 0
-            last = count
-            time.sleep(0.3)
-
-
 def _timed(fn: Callable[[], object]) -> tuple[float, float]:
     """(net, raw) wall seconds of ``fn()``."""
-    joined = _JOINED[0]
+    joined = _HEARTBEAT_JOIN[0]
     started = time.perf_counter()
     fn()
     raw = time.perf_counter() - started
-    return raw - (_JOINED[0] - joined), raw
+    return raw - (_HEARTBEAT_JOIN[0] - joined), raw
 
 
 def measure_run5(sizes: list[int], repeat: int) -> dict[str, float]:
@@ -153,7 +112,8 @@ def measure_run5(sizes: list[int], repeat: int) -> dict[str, float]:
     raw: dict[int, list[float]] = {n: [] for n in sizes}
     ratios: list[float] = []
     try:
-        with _prefect_server(), _heartbeat_joins_timed():
+        _count_heartbeat_joins()
+        with _prefect_server():
 
             def run5(n: int, tag: str) -> None:
                 plan = build_run_plan(root / f"{tag}-{n}", n, f"bench-run5-{tag}-{n}")
