@@ -118,15 +118,24 @@ def _holds_step(led: Any, plan_id: str, step: str, executor: str | None) -> bool
     return st is not None and st.status == "in_progress" and st.run_id == agent_run_id(who)
 
 
-def _views(spec: Any, led: Any, wd: Path) -> None:
-    """After a check-in: the plan's views in the workdir say it too (as after a run)."""
+def _views(spec: Any, led: Any, wd: Path, what: str) -> None:
+    """After a check-in (``what``, in words): the plan's views in the workdir say it too, and
+    when a Prefect server is known, the plan page and steps table in its UI (as after a run)."""
     from ..markers import markers_folder
+    from ..markers.checkin_artifacts import publish_checkin_artifacts
     from ..markers.run_markers import write_views
 
     try:
         write_views(spec, led, markers_folder(spec, wd, None))
     except (OSError, WaymarkError) as exc:
         print(f"waymark: warning: the views (TASKS.md, STATE.md) were not updated: {exc}",
+              file=sys.stderr)  # fmt: skip
+    try:
+        problem = publish_checkin_artifacts(spec, led, wd, what)
+    except Exception as exc:  # noqa: BLE001 - the UI's copy must not fail a recorded check-in
+        problem = f"the plan page could not be rendered ({type(exc).__name__}: {exc})"
+    if problem is not None:
+        print(f"waymark: warning: {problem}; the check-in is recorded in the ledger",
               file=sys.stderr)  # fmt: skip
 
 
@@ -227,7 +236,7 @@ def start(
     who = _executor(executor)
     with led:
         line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who, lease))
-        _views(spec, led, wd)
+        _views(spec, led, wd, f"{step} started by {who}")
     _emit(as_json, {"ok": True, "step": step, "executor": who, "message": line}, line)
 
 
@@ -320,7 +329,7 @@ def done(
         from ..agents.flow_suspend import resume_waiting_runs
 
         data["resumed"] = resume_waiting_runs(led, spec.plan_id, step)
-        _views(spec, led, wd)
+        _views(spec, led, wd, f"{step} done by {who}")
     line = f"step {step} done by {who}"
     if missing:
         line += f" (no evidence for {', '.join(missing)})"
@@ -353,7 +362,7 @@ def fail_command(
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: fail_step(spec, led, step, who, reason))
-        _views(spec, led, wd)
+        _views(spec, led, wd, f"{step} failed by {who}")
     _emit(as_json, {"ok": True, "step": step, "executor": who}, f"step {step} failed: {reason}")
 
 
@@ -376,7 +385,7 @@ def block(
     who = _executor(executor)
     with led:
         _checkin(as_json, lambda: block_step(spec, led, step, who, on, reason))
-        _views(spec, led, wd)
+        _views(spec, led, wd, f"{step} blocked by {who}")
     why = f"behind {on}" if on else reason
     _emit(as_json, {"ok": True, "step": step, "on": on, "reason": reason},
           f"step {step} blocked: {why}")  # fmt: skip

@@ -6,7 +6,6 @@ starts a server."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
@@ -14,16 +13,6 @@ import httpx
 __all__ = ["deployment_status", "describe_schedule"]
 
 _DEADLINE = 4.0  # seconds for all the requests together
-
-
-def _api_url() -> str | None:
-    url = os.environ.get("PREFECT_API_URL")
-    if url:
-        return url.rstrip("/")
-    from ..run.local_server import find_local_server
-
-    info = find_local_server()
-    return info.api_url.rstrip("/") if info is not None else None
 
 
 def describe_schedule(schedule: dict[str, Any]) -> str:
@@ -43,7 +32,9 @@ def deployment_status(deployment_id: str) -> dict[str, Any]:
     words, ``active``), ``next_run`` (the soonest scheduled run's time, or None); or
     ``unreachable`` with the reason."""
     out: dict[str, Any] = {"id": deployment_id}
-    api = _api_url()
+    from ..run.local_server import api_headers, known_api_url
+
+    api = known_api_url()
     if api is None:
         out["unreachable"] = "no Prefect server known (PREFECT_API_URL is not set)"
         return out
@@ -55,7 +46,7 @@ def deployment_status(deployment_id: str) -> dict[str, Any]:
         return max(0.1, end - time.monotonic())
 
     try:
-        with httpx.Client(base_url=api) as http:
+        with httpx.Client(base_url=api, headers=api_headers()) as http:
             dep = http.get(f"/deployments/{deployment_id}", timeout=left())
             if dep.status_code == 404:
                 out["unreachable"] = f"the server at {api} has no deployment {deployment_id}"

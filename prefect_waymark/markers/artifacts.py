@@ -40,6 +40,7 @@ __all__ = [
     "publish_run_artifacts",
     "read_latest_marker",
     "run_observers",
+    "steps_table",
 ]
 
 #: Marker fields kept in the marker artifact's metadata (Prefect keeps 500 characters a value).
@@ -121,6 +122,11 @@ def publish_run_artifacts(
         marker, view, states, copy=copy, now=utcnow(), ui_url=ui_base_url()
     )
     _create("markdown", copy.key("marker"), markdown, description, marker_metadata(marker, copy))
+    _create("table", copy.key("steps"), steps_table(view), description, copy.metadata())
+
+
+def steps_table(view: PlanView) -> str:
+    """The steps table artifact's data (JSON rows; a huge plan's says what it left out)."""
     rows = [
         {
             "step": s.id,
@@ -139,7 +145,7 @@ def publish_run_artifacts(
         left = len(view.steps) - len(rows)
         more = f"{left} more steps: `waymark status` lists all"
         rows.append({**dict.fromkeys(rows[0], ""), "step": "…", "title": more})
-    _create("table", copy.key("steps"), json.dumps(rows), description, copy.metadata())
+    return json.dumps(rows)
 
 
 #: The steps table lists at most this many steps (a person does not read 10,000 rows; sending

@@ -5,8 +5,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["cell", "code", "code_block", "first_line", "last_lines", "link", "quote", "table"]
+if TYPE_CHECKING:
+    from ..ledger.progress_view import PlanView, StepView
+
+__all__ = [
+    "blocked_why",
+    "cell",
+    "code",
+    "code_block",
+    "first_line",
+    "last_lines",
+    "link",
+    "quote",
+    "table",
+]
 
 _CELL_MAX = 200
 
@@ -18,6 +32,16 @@ def first_line(text: str | None, limit: int = _CELL_MAX) -> str:
             line = line.strip()
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
+
+
+def blocked_why(view: PlanView, step: StepView, limit: int = 160) -> str:
+    """Why a blocked step waits: the steps before it that stopped (with their statuses), else
+    the reason a check-in gave (``waymark block --reason`` / ``--on``)."""
+    if step.blocked_by:
+        return "waits for " + ", ".join(
+            f"{code(d)} ({view.step(d).status})" for d in step.blocked_by
+        )
+    return "blocked: " + first_line(step.error, limit) if step.error else "blocked"
 
 
 def last_lines(text: str | None, count: int = 15, width: int = 300) -> str:

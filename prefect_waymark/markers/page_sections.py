@@ -10,7 +10,7 @@ from ..ledger.progress_view import PlanView, StepView
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
 from .human_time import ago
-from .markdown import cell, code, first_line, table
+from .markdown import blocked_why, cell, code, first_line, table
 
 __all__ = [
     "acceptance_section",
@@ -147,7 +147,7 @@ def steps_section(view: PlanView, states: Mapping[str, StepState], now: datetime
             if s.skipped is not None:  # `waymark skip`: completed without running
                 note = "skipped: " + first_line(s.skipped, 110)
             if status == "blocked":
-                note = "waits for " + ", ".join(s.blocked_by)
+                note = blocked_why(view, s, 110)
             rows.append(
                 [
                     code(s.id),

@@ -20,7 +20,17 @@ from ..ledger.step_state import StepState
 from ..models import GoalContract
 from ..plan.spec import PlanSpec
 from .human_time import ago, as_datetime, when
-from .markdown import cell, code, code_block, first_line, last_lines, link, quote, table
+from .markdown import (
+    blocked_why,
+    cell,
+    code,
+    code_block,
+    first_line,
+    last_lines,
+    link,
+    quote,
+    table,
+)
 from .page_metrics import metrics_section
 from .page_review import review_section
 from .page_sections import (
@@ -258,8 +268,7 @@ def _blocked_section(view: PlanView) -> list[str]:
         return []
     out = ["", f"## Blocked ({len(blocked)})", ""]
     for s in blocked[:40]:
-        why = ", ".join(f"{code(d)} ({view.step(d).status})" for d in s.blocked_by)
-        out.append(f"- {code(s.id)}{step_title(s)} — waits for {why}")
+        out.append(f"- {code(s.id)}{step_title(s)} — {blocked_why(view, s)}")
     if len(blocked) > 40:
         out.append(f"- … and {len(blocked) - 40} more")
     return out

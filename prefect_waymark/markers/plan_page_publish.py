@@ -72,9 +72,11 @@ class PlanPagePublisher:
         live: bool,
         states: Mapping[str, StepState] | None = None,
         view: PlanView | None = None,
+        ui_url: str | None = None,
     ) -> tuple[str, str]:
         """The page's Markdown and its one-line description, from the ledger now (``view``: the
-        view of the ``states`` given, if the caller built it)."""
+        view of the ``states`` given, if the caller built it; ``ui_url``: the UI's address, if
+        the caller knows it — else Prefect's settings say it)."""
         from ..models import utcnow
         from .plan_page import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
 
@@ -88,7 +90,7 @@ class PlanPagePublisher:
             copy=self.copy,
             now=utcnow(),
             contract=self.contract(),
-            ui_url=ui_base_url(),
+            ui_url=ui_url or ui_base_url(),
             live_run=self.run_id if live else None,
             known_view=view,
         )

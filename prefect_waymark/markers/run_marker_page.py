@@ -12,7 +12,17 @@ from ..ledger.progress_view import PlanView
 from ..ledger.step_state import StepState
 from .boundary_section import boundary_section
 from .human_time import as_datetime, when
-from .markdown import cell, code, code_block, first_line, last_lines, link, quote, table
+from .markdown import (
+    blocked_why,
+    cell,
+    code,
+    code_block,
+    first_line,
+    last_lines,
+    link,
+    quote,
+    table,
+)
 from .plan_copy import PlanCopy, artifact_url, flow_run_url
 from .plan_line import plan_line
 
@@ -42,7 +52,7 @@ def _why_not_run(sid: str, view: PlanView, marker: Mapping[str, Any]) -> str:
     s = view.step(sid)
     nxt = marker.get("next_start") or {}
     if s.status == "blocked":
-        return "waits for " + ", ".join(f"{code(d)} ({view.step(d).status})" for d in s.blocked_by)
+        return blocked_why(view, s)
     if s.status == "needs_review":
         return f"waits for an answer: {cell(first_line(s.review_reason), 160)}"
     if s.status == "in_progress":

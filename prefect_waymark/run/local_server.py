@@ -29,8 +29,10 @@ from ..errors import WaymarkError
 
 __all__ = [
     "ServerInfo",
+    "api_headers",
     "ensure_local_server",
     "find_local_server",
+    "known_api_url",
     "stop_local_server",
     "ui_api_url",
 ]
@@ -69,6 +71,28 @@ def find_local_server() -> ServerInfo | None:
     except (OSError, ValueError, TypeError):
         return None
     return info if _healthy(info.api_url) else None
+
+
+def known_api_url() -> str | None:
+    """The Prefect API a command outside a flow run reports to: ``PREFECT_API_URL`` from the
+    environment, else the local server waymark started (if it answers); never starts one."""
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        return url.rstrip("/")
+    info = find_local_server()
+    return info.api_url.rstrip("/") if info is not None else None
+
+
+def api_headers() -> dict[str, str]:
+    """The headers Prefect's client sends to that API: ``PREFECT_API_KEY`` (Prefect Cloud) as a
+    bearer token, ``PREFECT_API_AUTH_STRING`` (a server with basic auth) as basic auth."""
+    import base64
+
+    if key := os.environ.get("PREFECT_API_KEY"):
+        return {"Authorization": f"Bearer {key}"}
+    if auth := os.environ.get("PREFECT_API_AUTH_STRING"):
+        return {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
+    return {}
 
 
 @contextlib.contextmanager

@@ -1,0 +1,109 @@
+"""A check-in shows in the Prefect UI (issue 13, item 2): `waymark start / done / fail / block`
+publish a new version of the plan page and the steps table to the session's real Prefect server
+(read back over its REST API); a server that does not answer costs one warning and the check-in
+is recorded all the same; with no server known nothing is sent and none is started."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from prefect_waymark.ledger import open_ledger
+from prefect_waymark.markers.plan_copy import plan_copy
+from tests._support.helpers import run_cli, write_plan
+
+PLAN: dict[str, Any] = {
+    "plan_id": "checkin-ui",
+    "title": "Agent steps in the UI",
+    "steps": [
+        {"id": "draft", "kind": "agent", "instructions": "Write draft.md.",
+         "outputs": ["draft.md"]},
+        {"id": "review", "kind": "manual", "depends_on": ["draft"],
+         "instructions": "Read draft.md."},
+    ],
+}  # fmt: skip
+
+
+def _versions(api: str, key: str) -> list[dict[str, Any]]:
+    """Every version of ``key`` the server holds, the newest first."""
+    body = {"artifacts": {"key": {"any_": [key]}}, "sort": "CREATED_DESC", "limit": 50}
+    found = httpx.post(f"{api}/artifacts/filter", json=body, timeout=10)
+    found.raise_for_status()
+    out: list[dict[str, Any]] = found.json()
+    return out
+
+
+def _key(work: Path) -> str:
+    with open_ledger(f"sqlite:///{work / '.waymark' / 'ledger.db'}") as led:
+        return plan_copy("checkin-ui", led, str(work)).key()
+
+
+def test_each_check_in_publishes_the_plan_page_and_steps_table(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "plan"
+    p = str(write_plan(work, PLAN))
+    proc = run_cli("start", p, "draft", "--executor", "writer")
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    key = _key(work)
+    (page,) = _versions(prefect_server, key)
+    assert page["type"] == "markdown" and page["flow_run_id"] is None
+    assert page["metadata_"]["check-in"] == "draft started by writer"
+    assert page["metadata_"]["waymark-plan"] == "checkin-ui"
+    (steps,) = _versions(prefect_server, f"{key}-steps")
+    rows = {r["step"]: r for r in json.loads(steps["data"])}
+    assert rows["draft"]["status"] == "in_progress" and rows["review"]["status"] == "pending"
+    assert "check-in: draft started by writer" in steps["description"]
+
+    (work / "draft.md").write_text("# Draft\n")
+    proc = run_cli("done", p, "draft", "--executor", "writer")
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    proc = run_cli("start", p, "review", "--executor", "boss")
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("block", p, "review", "--executor", "boss", "--reason", "waiting for legal")
+    assert proc.returncode == 0, proc.stderr
+    pages = _versions(prefect_server, key)
+    assert [v["metadata_"]["check-in"] for v in pages] == [
+        "review blocked by boss",
+        "review started by boss",
+        "draft done by writer",
+        "draft started by writer",
+    ]
+    assert "1/2 done" in pages[0]["description"], pages[0]["description"]
+    assert "- `review` — blocked: waiting for legal" in pages[0]["data"]  # the reason, shown
+    latest = {
+        r["step"]: r["status"]
+        for r in json.loads(_versions(prefect_server, f"{key}-steps")[0]["data"])
+    }
+    assert latest == {"draft": "completed", "review": "blocked"}
+
+
+def test_a_server_that_does_not_answer_costs_a_warning_not_the_check_in(tmp_path: Path) -> None:
+    work = tmp_path / "plan"
+    p = str(write_plan(work, PLAN))
+    env = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}  # nothing answers there
+    proc = run_cli("start", p, "draft", "--executor", "writer", "--json", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["ok"] is True
+    assert "warning: the Prefect server at http://127.0.0.1:9/api did not take" in proc.stderr
+    assert "the check-in is recorded in the ledger" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    with open_ledger(f"sqlite:///{work / '.waymark' / 'ledger.db'}") as led:
+        assert led.step_states("checkin-ui")["draft"].status == "in_progress"
+    assert "- [~] `draft` — **in_progress**" in (work / "TASKS.md").read_text()  # views too
+
+
+def test_with_no_server_known_nothing_is_sent_and_none_is_started(tmp_path: Path) -> None:
+    work = tmp_path / "plan"
+    p = str(write_plan(work, PLAN))
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    env = {"PREFECT_API_URL": "", "PREFECT_HOME": str(home)}
+    for args in (("start", p, "draft"), ("fail", p, "draft", "--reason", "no data")):
+        proc = run_cli(*args, "--executor", "writer", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stderr == "", proc.stderr
+    assert list(home.iterdir()) == []  # no server, no Prefect database
