@@ -12,13 +12,11 @@ CLI's exit 2), a stop for review is :class:`CheckinStopped` (exit 4).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import BranchBusyError, CheckinError, CheckinStopped
 from ..guards.base import Verdict
-from ..guards.output_hashes import ABSENT, hash_outputs
 from ..ledger import Ledger
 from ..ledger.events import EventKind
 from ..ledger.step_state import StepState
@@ -34,7 +32,6 @@ __all__ = [
     "acceptance_ids",
     "agent_run_id",
     "block_step",
-    "done_step",
     "fail_step",
     "start_step",
     "tick_step",
@@ -50,7 +47,7 @@ def acceptance_ids(step: StepSpec) -> dict[str, str]:
     return item_ids(step.acceptance)
 
 
-def _step(plan: PlanSpec, step_id: str) -> StepSpec:
+def checkin_step(plan: PlanSpec, step_id: str) -> StepSpec:
     try:
         step = plan.step(step_id)
     except KeyError:
@@ -97,7 +94,7 @@ def start_step(
     lease_seconds: float = AGENT_LEASE_SECONDS,
 ) -> str:
     """Take the branch's in_progress slot for ``step_id``; return what happened, in words."""
-    step = _step(plan, step_id)
+    step = checkin_step(plan, step_id)
     if not step.checked_in:
         raise CheckinError(
             f"step {step_id} is code that a flow run executes (run: / call:); `waymark run "
@@ -155,16 +152,14 @@ def start_step(
             f"branch {step.branch} is busy: step {exc.holder_step} is in progress by "
             f"{_who(exc.holder_run)}{since}; one step per branch at a time"
         ) from exc
-    return f"started step {step_id} as {executor} (branch {step.branch}; hold renewed by tick)"
-
-
-def _utf8(text: str) -> bool:
-    """``text`` holds no lone surrogate (how Python reads a file name that is not UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    line = f"started step {step_id} as {executor} (branch {step.branch}; hold renewed by tick)"
+    done_before = action_done_before(ledger, plan, step)
+    if done_before is not None:  # a `waymark rerun` after the action was done: say it first
+        line += (
+            f"\nnote: its action {step.action!r} was {done_before}: do not do it again; `done` "
+            "completes the step on that receipt"
+        )
+    return line
 
 
 def _who(run_id: str | None) -> str:
@@ -173,7 +168,9 @@ def _who(run_id: str | None) -> str:
     return f"run {run_id}" if run_id else "someone"
 
 
-def _held_by(plan: PlanSpec, ledger: Ledger, step: StepSpec, executor: str, verb: str) -> None:
+def require_holder(
+    plan: PlanSpec, ledger: Ledger, step: StepSpec, executor: str, verb: str
+) -> None:
     st = ledger.step_states(plan.plan_id).get(step.id)
     if st is None or st.status != "in_progress":
         status = st.status if st else "pending"
@@ -196,126 +193,20 @@ def _held_by(plan: PlanSpec, ledger: Ledger, step: StepSpec, executor: str, verb
         )
 
 
-@dataclass
-class DoneInput:
-    """What ``waymark done`` was given."""
-
-    outputs: list[str] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)  # "ITEM: text"
-    receipts: list[str] = field(default_factory=list)  # "KEY=VALUE"
-
-
-def _evidence(step: StepSpec, items: list[str]) -> dict[str, str]:
-    ids = acceptance_ids(step)
-    by_text = {text: i for i, text in ids.items()}
-    found: dict[str, str] = {}
-    for raw in items:
-        # An item named by its text may hold ':' itself: the longest acceptance text first.
-        named = next(
-            (t for t in sorted(by_text, key=len, reverse=True) if raw.startswith(t + ":")), None
-        )
-        if named is not None:
-            name, sep, text = named, ":", raw[len(named) + 1 :]
-        else:
-            name, sep, text = raw.partition(":")
-        name, text = name.strip(), text.strip()
-        if not sep or not name or not text:
-            raise CheckinError(f"--evidence {raw[:80]!r}: expected 'ITEM: text' (ITEM: A1, ...)")
-        item = name if name in ids else by_text.get(name)
-        if item is None:
-            listed = "; ".join(f"{i}: {t}" for i, t in ids.items()) or "none"
-            raise CheckinError(
-                f"--evidence {name!r}: step {step.id} has no acceptance item {name!r} (its "
-                f"items: {listed})"
-            )
-        if item in found:
-            raise CheckinError(f"--evidence {item}: given twice; give each item once")
-        found[item] = text
-    return found
-
-
-def _receipts(raw: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for r in raw:
-        k, sep, v = r.partition("=")
-        if not sep or not k.strip():
-            raise CheckinError(f"--receipt {r[:80]!r}: expected KEY=VALUE (e.g. external_id=ch_1)")
-        out[k.strip()] = v.strip()
-    return out
-
-
-def done_step(
-    plan: PlanSpec, ledger: Ledger, workdir: Path, step_id: str, executor: str, given: DoneInput
-) -> dict[str, Any]:
-    """Complete ``step_id``: hash its outputs, record the evidence (and an action's receipt);
-    return the completion's data."""
-    step = _step(plan, step_id)
-    _held_by(plan, ledger, step, executor, "complete")
-    evidence = _evidence(step, given.evidence)
-    receipts = _receipts(given.receipts)
-    if step.action is not None and not receipts:
-        raise CheckinError(
-            f"step {step_id} has action {step.action!r}: give --receipt external_id=… (what the "
-            "system it acted on answered), so the action is never repeated"
-        )
-    paths = list(dict.fromkeys([*step.outputs, *given.outputs]))
-    for p in given.outputs:
-        if Path(p).is_absolute() or ".." in Path(p).parts:
-            raise CheckinError(f"--output {p!r}: expected a path inside the workdir {workdir}")
-        if not _utf8(p):
-            raise CheckinError(
-                f"--output {p!r}: expected a file name in UTF-8 (the ledger's events are); "
-                "rename the file"
-            )
-    hashes = hash_outputs(workdir, paths)
-    absent = [p for p, h in hashes.items() if h == ABSENT]
-    if absent:
-        raise CheckinError(
-            f"step {step_id}: output(s) {', '.join(absent)} not found in {workdir}; write them "
-            "first (declared outputs must exist when the step is done)"
-        )
-    run_id = agent_run_id(executor)
-    if step.action is not None:  # the contract may forbid it by now: never record it applied
-        reading = reanchor(plan, ledger, workdir, run_id, step)
-        if reading.verdict is not None:
-            _stop(plan, ledger, run_id, step, reading.verdict)
-        from ..review.receipts import record_receipt
-
-        external = receipts.pop("external_id", None)
-        note = "; ".join(f"{k}={v}" for k, v in receipts.items()) or None
-        record_receipt(
-            ledger,
-            plan,
-            step_id,
-            outcome="applied",
-            external_id=external,
-            note=note,
-            by=executor,
-            release=False,
-        )
-    data: dict[str, Any] = {
-        "outputs": hashes,
-        "executor": executor,
-        "evidence": evidence,
-        "workdir": str(workdir),
-    }
-    ledger.record(
-        plan.plan_id,
-        EventKind.step_completed,
-        step_id=step_id,
-        branch=step.branch,
-        run_id=run_id,
-        def_hash=step.definition_hash(),
-        output_tail=None,
-        attempts=1,
-        **data,
-    )
-    return data
+def action_done_before(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> str | None:
+    """The step's action's committed receipt in words, if it was done already (before a
+    ``waymark rerun``)."""
+    if step.action is None:
+        return None
+    for r in ledger.receipts(plan.plan_id, step.id):
+        if r.state == "applied":
+            return r.applied_words()
+    return None
 
 
 def fail_step(plan: PlanSpec, ledger: Ledger, step_id: str, executor: str, reason: str) -> None:
-    step = _step(plan, step_id)
-    _held_by(plan, ledger, step, executor, "fail")
+    step = checkin_step(plan, step_id)
+    require_holder(plan, ledger, step, executor, "fail")
     ledger.record(
         plan.plan_id,
         EventKind.step_failed,
@@ -332,14 +223,14 @@ def block_step(
     plan: PlanSpec, ledger: Ledger, step_id: str, executor: str, on: str | None, reason: str
 ) -> None:
     """Record that ``step_id`` cannot go on: behind step ``on``, or for ``reason``."""
-    step = _step(plan, step_id)
+    step = checkin_step(plan, step_id)
     if not step.checked_in:
         raise CheckinError(
             f"step {step_id} is code that a flow run executes; only agent and manual steps are "
             "blocked by hand (a failed code step blocks the steps after it by itself)"
         )
     if on is not None:
-        _step(plan, on)
+        checkin_step(plan, on)
         if on == step_id:
             raise CheckinError(f"--on {on}: a step cannot wait behind itself")
     st = ledger.step_states(plan.plan_id).get(step_id)
@@ -374,8 +265,8 @@ def tick_step(
     """Renew the executor's hold; on every ``every``-th tick (``count`` is this one's number)
     re-anchor and return the contract (goal, forbidden) — a conflict raises
     :class:`CheckinStopped`."""
-    step = _step(plan, step_id)
-    _held_by(plan, ledger, step, executor, "tick")
+    step = checkin_step(plan, step_id)
+    require_holder(plan, ledger, step, executor, "tick")
     run_id = agent_run_id(executor)
     if not ledger.renew(run_id, lease_seconds):  # the step is ours, but no hold row is
         raise CheckinError(

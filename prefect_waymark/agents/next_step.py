@@ -149,6 +149,9 @@ def _step_doc(
         "acceptance": [{"id": i, "text": t} for i, t in acceptance_ids(step).items()],
         "forbidden": list(forbidden),
         "action": step.action,
+        # The action's committed receipts: done already (by an earlier executor, before a
+        # `waymark rerun`), so it is not done again; `done` completes the step on them.
+        "receipts": _receipts(plan, ledger, step),
         "outputs": list(step.outputs),
         "reads": [
             {"name": n, **{k: by_name[n].get(k) for k in ("where", "accepted", "current")}}
@@ -165,6 +168,24 @@ def _step_doc(
             + "".join(f' --evidence "{i}: ..."' for i in acceptance_ids(step)),
         },
     }
+
+
+def _receipts(plan: PlanSpec, ledger: Ledger, step: StepSpec) -> list[dict[str, Any]]:
+    """The step's action, done already: its committed receipts (an earlier executor's, before a
+    ``waymark rerun``) — the action is not done again, ``done`` completes the step on them."""
+    if step.action is None:
+        return []
+    out = []
+    for r in ledger.receipts(plan.plan_id, step.id):
+        if r.state != "applied":
+            continue
+        note = (
+            f"{r.applied_words()} (receipt {r.key}): do not do it again; `done` completes the "
+            "step on this receipt"
+        )
+        out.append({"key": r.key, "action": r.action, "external_id": r.external_id,
+                    "at": r.settled_at, "by": r.settled_by, "note": note})  # fmt: skip
+    return out
 
 
 def _output(workdir: Path, rel: str, sha: str, made_in: str | None) -> dict[str, Any]:

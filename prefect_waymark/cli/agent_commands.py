@@ -207,6 +207,7 @@ def _next_text(doc: dict[str, Any]) -> str:
         f"instructions: {step['instructions']}",
     ]
     lines += [f"acceptance {a['id']}: {a['text']}" for a in step["acceptance"]]
+    lines += [f"action {r['action']}: {r['note']}" for r in step.get("receipts") or []]
     for u in step["upstream"]:
         for o in u["outputs"]:
             where = "here" if o.get("here") else f"not here; made at {o.get('made_in')}"
@@ -313,7 +314,7 @@ def done(
 ) -> None:
     """Check in a step as done: outputs hashed, evidence per acceptance item, receipts. With
     --results the outputs are kept in the storage too (for executors in other folders)."""
-    from ..agents.checkin import DoneInput, done_step
+    from ..agents.checkin_done import DoneInput, done_step
 
     _check_results(results)
     spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))

@@ -46,10 +46,17 @@ def rerun(
             fail(str(exc))
         applied = [r for r in led.receipts(spec.plan_id, step) if r.state == "applied"]
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
+    by_hand = spec.step(step).checked_in  # an agent's or a person's step: told, not skipped
     for r in applied:
+        what = (
+            "whoever takes the step is told so (`waymark next`, `waymark start`) and completes "
+            "it without a new receipt"
+            if by_hand
+            else "the step finds the receipt and skips it"
+        )
         print(
             f"note: its action {r.action!r} has a committed receipt (key {r.key}): the action "
-            "is not done again — the step finds the receipt and skips it"
+            f"is not done again — {what}"
         )
 
 

@@ -93,6 +93,11 @@ class ReceiptRecord(BaseModel):
             by=self.settled_by or self.intent_by,
         )
 
+    def applied_words(self) -> str:
+        """ "applied at T by a, external id inv1": a committed receipt in words."""
+        ext = f", external id {self.external_id}" if self.external_id else ""
+        return f"applied at {self.settled_at} by {self.settled_by or self.intent_by}{ext}"
+
     def summary(self) -> dict[str, Any]:
         """What the step's projection, ``waymark status`` and the run's marker show."""
         return {
