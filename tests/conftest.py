@@ -40,6 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
     os.environ["WAYMARK_TEST_PREFECT_PORT"] = str(port)
     os.environ.pop("WAYMARK_LEDGER_URL", None)
+    # Big plans' validated copies (plan/plan_cache.py) go to the session's folder, not ~/.cache.
+    os.environ["WAYMARK_PLAN_CACHE"] = str(home / "plan-cache")
     # Registered first, so it runs last at exit: after Prefect's log and event workers drained.
     atexit.register(_stop_server, home)
 

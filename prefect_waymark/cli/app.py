@@ -52,7 +52,7 @@ app = typer.Typer(
 
 @app.command()
 def validate(plan: PlanArg) -> None:
-    """Check a plan file; print every problem. Writes nothing."""
+    """Check a plan file; print every problem. Writes nothing but the plan cache (big plans)."""
     spec = load_or_exit(plan)
     print(f"{plan}: valid plan {spec.plan_id!r} with {len(spec.steps)} steps")
 

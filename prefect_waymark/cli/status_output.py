@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..ledger.progress_view import PlanView
+from ..ledger.progress_view import PlanView, StepView
 from ..markers.markdown import cell
 from .status_table import LARGE_TABLE_ROWS, fast_table
 
@@ -31,6 +31,15 @@ def _in_key_order(item: dict[str, Any]) -> dict[str, Any]:
     return {**head, **json.loads(json.dumps(rest, sort_keys=True, default=str))}
 
 
+def _step_rows(steps: list[StepView]) -> list[dict[str, Any]]:
+    """Every step as a dict, in one call of pydantic's serializer (~7x faster than one
+    ``model_dump`` per step on 10,000 steps)."""
+    from pydantic import TypeAdapter
+
+    rows: list[dict[str, Any]] = TypeAdapter(list[StepView]).dump_python(steps)
+    return rows
+
+
 def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
     extra = dict(extra)
     subplans = extra.pop("subplans", {})  # `plan:` steps' rows (subplans/status.py)
@@ -44,11 +53,11 @@ def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
         "blocked": view.blocked,
         "needs_review": [_in_key_order(item) for item in view.needs_review],
         "counts": view.counts,
-        "steps": [
-            {**s.model_dump(), **({"subplan": subplans[s.id]} if s.id in subplans else {})}
-            for s in view.steps
-        ],
+        "steps": _step_rows(view.steps),
     }
+    for row in doc["steps"]:
+        if row["id"] in subplans:
+            row["subplan"] = subplans[row["id"]]
     doc.update(extra)
     if extra.get("closed"):  # `waymark close`: the final states stay; nothing is next
         doc["next_step"], doc["current_step"] = None, {}
@@ -56,7 +65,21 @@ def status_document(view: PlanView, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_json(view: PlanView, extra: dict[str, Any]) -> None:
-    print(json.dumps(status_document(view, extra), indent=2, default=str))
+    """The status document, indented, with one compact line per step: JSON's indented form is
+    written by the stdlib's pure-Python encoder (~0.3 s for 10,000 steps), a compact line by
+    its C encoder."""
+    print(status_json(status_document(view, extra)))
+
+
+def status_json(doc: dict[str, Any]) -> str:
+    """``doc`` as ``status --json`` prints it (``waymark replay --json`` too, byte for byte)."""
+    import uuid
+
+    steps = doc["steps"]
+    mark = f"steps-{uuid.uuid4().hex}"  # a placeholder no value can hold
+    text = json.dumps({**doc, "steps": mark}, indent=2, default=str)
+    rows = ",\n".join(f"    {json.dumps(row, default=str)}" for row in steps)
+    return text.replace(f'"{mark}"', f"[\n{rows}\n  ]" if steps else "[]", 1)
 
 
 def print_table(view: PlanView, extra: dict[str, Any], console: Console | None = None) -> None:

@@ -57,59 +57,101 @@ class PlanView(BaseModel):
         return self._by_id[step_id]
 
 
+_new_object = object.__new__
+_set = object.__setattr__
+_FIELD_NAMES = frozenset(StepView.model_fields)
+_PENDING, _COMPLETED = StepStatus.pending, StepStatus.completed
+_STOPS = frozenset((StepStatus.failed, StepStatus.needs_review, StepStatus.blocked))
+
+
+def _step_view(values: dict[str, Any]) -> StepView:
+    """A ``StepView`` of trusted values, every field given: what ``model_construct`` does, without
+    its per-field loop (~30 us a step: 10,000-step plans build a view twice per run)."""
+    view = _new_object(StepView)
+    _set(view, "__dict__", values)
+    _set(view, "__pydantic_fields_set__", set(_FIELD_NAMES))
+    _set(view, "__pydantic_extra__", None)
+    _set(view, "__pydantic_private__", None)
+    return view
+
+
 def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
     """Fold the ledger's step states onto the plan, in dependency order."""
     hashes = plan.step_hashes()
     order = plan.topological_order()
     by_id = {s.id: s for s in plan.steps}
+    status_of: dict[str, StepStatus] = {}
     views: dict[str, StepView] = {}
     for sid in order:
         spec = by_id[sid]
         st = states.get(sid)
-        status = st.status if st else StepStatus.pending
-        if status == StepStatus.blocked and st is not None and st.blocked_on:
+        deps = spec.depends_on
+        blockers = [d for d in deps if status_of[d] in _STOPS] if deps else []
+        if st is None:  # most steps of a big plan: never run
+            status = StepStatus.blocked if blockers else _PENDING
+            status_of[sid] = status
+            # Trusted values from a validated plan and ledger: no validation.
+            views[sid] = _step_view(
+                {
+                    "id": sid,
+                    "title": spec.title,
+                    "status": status,
+                    "owner": spec.owner,
+                    "branch": spec.branch,
+                    "milestone": spec.milestone,
+                    "depends_on": list(deps),
+                    "last_event_at": None,
+                    "attempts": 0,
+                    "error": None,
+                    "review_reason": None,
+                    "blocked_by": blockers,
+                    "definition_changed": False,
+                    "receipts": [],
+                    "open_actions": [],
+                    "skipped": None,
+                }
+            )
+            continue
+        status = st.status
+        if status == StepStatus.blocked and st.blocked_on:
             on = states.get(st.blocked_on)
-            if on is not None and on.status == StepStatus.completed:  # what it waited for: done
-                status = StepStatus.pending
+            if on is not None and on.status == _COMPLETED:  # what it waited for: done
+                status = _PENDING
         changed = bool(
-            st
-            and status == "completed"
+            status == "completed"
             and st.skipped is None  # a skipped step has no result a new definition would change
             and st.def_hash
             and st.def_hash != hashes[sid]
         )
-        blockers = [
-            d for d in spec.depends_on if views[d].status in ("failed", "needs_review", "blocked")
-        ]
-        if status == StepStatus.pending and blockers:
+        if status == _PENDING and blockers:
             status = StepStatus.blocked
-        # Trusted values from a validated plan and ledger: skip validation (7 views of a
-        # 1,000-step plan per run cost ~0.13 s of validation otherwise).
-        views[sid] = StepView.model_construct(
-            id=sid,
-            title=spec.title,
-            status=status,
-            owner=spec.owner,
-            branch=spec.branch,
-            milestone=spec.milestone,
-            depends_on=list(spec.depends_on),
-            last_event_at=st.last_at if st else None,
-            attempts=st.attempts if st else 0,
-            error=st.error if st else None,
-            review_reason=st.review_reason if st else None,
-            blocked_by=blockers,
-            definition_changed=changed,
-            receipts=list(st.receipts) if st else [],
-            open_actions=list(st.open_actions.values()) if st else [],
-            skipped=st.skipped if st else None,
+        status_of[sid] = status
+        views[sid] = _step_view(
+            {
+                "id": sid,
+                "title": spec.title,
+                "status": status,
+                "owner": spec.owner,
+                "branch": spec.branch,
+                "milestone": spec.milestone,
+                "depends_on": list(deps),
+                "last_event_at": st.last_at,
+                "attempts": st.attempts,
+                "error": st.error,
+                "review_reason": st.review_reason,
+                "blocked_by": blockers,
+                "definition_changed": changed,
+                "receipts": list(st.receipts),
+                "open_actions": list(st.open_actions.values()),
+                "skipped": st.skipped,
+            }
         )
     ordered = [views[s.id] for s in plan.steps]
     current = {v.branch: v.id for v in ordered if v.status == "in_progress"}
     next_step = None
     for sid in order:
-        v = views[sid]
-        if v.status in ("pending", "failed") and all(
-            views[d].status == "completed" for d in v.depends_on
+        if status_of[sid] in ("pending", "failed") and all(
+            status_of[d] == "completed" for d in by_id[sid].depends_on
         ):
             next_step = sid
             break
@@ -118,7 +160,7 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
         counts[v.status] = counts.get(v.status, 0) + 1
     milestone = None
     for sid in order:
-        if views[sid].status != "completed" and by_id[sid].milestone:
+        if status_of[sid] != "completed" and by_id[sid].milestone:
             milestone = by_id[sid].milestone
             break
     return PlanView(
@@ -134,6 +176,6 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
             if v.status == "needs_review"
         ],
         counts=counts,
-        complete=all(v.status == "completed" for v in ordered),
+        complete=all(status == "completed" for status in counts),
         active_milestone=milestone,
     )

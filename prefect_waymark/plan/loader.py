@@ -15,6 +15,7 @@ from ..errors import PlanError, PlanProblem
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
 from ..subplans.loading import plan_step_problems, resolve_subplans
+from .plan_cache import cached_plan, store_plan
 from .reading import (
     MAX_PROBLEMS,
     clip,
@@ -325,9 +326,12 @@ def load_plan(path: str | Path) -> PlanSpec:
         if found is not None:
             _PARSED.move_to_end(key)
             return found
-    spec = _parse(p, source, text)
-    if any(s.plan is not None for s in spec.steps):
-        return spec  # its sub-plan files may change under the same text: parsed every time
+    spec = cached_plan(*key)  # a big file, unchanged since an earlier process validated it
+    if spec is None:
+        spec = _parse(p, source, text)
+        if any(s.plan is not None for s in spec.steps):
+            return spec  # its sub-plan files may change under the same text: parsed every time
+        store_plan(*key, spec)
     with _PARSED_LOCK:
         _PARSED[key] = spec
         while len(_PARSED) > _PARSED_MAX:

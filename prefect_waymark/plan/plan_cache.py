@@ -1,0 +1,122 @@
+"""A cache of validated plans on disk, for big plan files read again unchanged.
+
+A 10,000-step plan file costs ~0.6 s of CPU to parse and validate, and a multi-week plan pays it
+in every process that reads it: each ``waymark run``, ``status``, ``next``, check-in and hook.
+The same bytes at the same path, read by the same code, give the same validated
+:class:`~.spec.PlanSpec`, so a file of :data:`CACHE_MIN_BYTES` or more is kept here once valid
+and loaded back (~2x faster) while nothing it was made from changed. The key is a sha256 over
+the file's text, the path as given and resolved, and a fingerprint of the code (every module of
+this package — size and modification time —, Python, pydantic and PyYAML); anything else
+misses. An invalid plan is never cached (its problems are reported as before), nor a plan with
+``plan:`` steps (their files may change under the same text).
+
+Where: ``$WAYMARK_PLAN_CACHE`` (a folder), else ``$XDG_CACHE_HOME/prefect-waymark/plans``, else
+``~/.cache/prefect-waymark/plans``; ``WAYMARK_PLAN_CACHE=off`` turns it off. The folder is the
+user's own (mode 0700); one that another user owns or may write into is not read. A cache
+entry that cannot be read is ignored and replaced; the cache never fails a command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+
+from .spec import PlanSpec
+
+__all__ = ["CACHE_MIN_BYTES", "cache_folder", "cached_plan", "store_plan"]
+
+#: Smaller files parse in milliseconds: the cache is not worth its disk reads below this size.
+CACHE_MIN_BYTES = 64 * 1024
+#: Entries kept; the oldest go first.
+CACHE_MAX_ENTRIES = 32
+
+_FINGERPRINT: str | None = None
+
+
+def cache_folder() -> Path | None:
+    """The cache's folder, or None when ``WAYMARK_PLAN_CACHE=off``."""
+    given = os.environ.get("WAYMARK_PLAN_CACHE", "")
+    if given.lower() in ("off", "0", "no", "false"):
+        return None
+    if given:
+        return Path(given).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "prefect-waymark" / "plans"
+
+
+def _code_fingerprint() -> str:
+    """What the validated plan was made by: this package's modules, Python, pydantic, PyYAML."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import pydantic
+        import yaml
+
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256(f"{sys.version}\n{pydantic.VERSION}\n{yaml.__version__}".encode())
+        h.update(str(getattr(yaml, "__with_libyaml__", False)).encode())
+        for path in sorted(root.rglob("*.py")):
+            st = path.stat()
+            h.update(f"\n{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}".encode())
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
+
+
+def _entry(folder: Path, source: str, resolved: str, text: str) -> Path:
+    h = hashlib.sha256(_code_fingerprint().encode())
+    for part in (source, resolved, text):
+        h.update(b"\0" + part.encode("utf-8", "surrogatepass"))
+    return folder / f"{h.hexdigest()}.pickle"
+
+
+def _own(folder: Path) -> bool:
+    """The folder is this user's and nobody else may write into it (a pickle runs code)."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def cached_plan(source: str, resolved: str, text: str) -> PlanSpec | None:
+    """The validated plan kept for these bytes at this path by this code, if any."""
+    folder = cache_folder()
+    if folder is None or len(text) < CACHE_MIN_BYTES or not _own(folder):
+        return None
+    entry = _entry(folder, source, resolved, text)
+    try:
+        with open(entry, "rb") as fh:
+            spec = pickle.load(fh)
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a torn or foreign entry: parse the file instead
+        entry.unlink(missing_ok=True)
+        return None
+    return spec if isinstance(spec, PlanSpec) else None
+
+
+def store_plan(source: str, resolved: str, text: str, spec: PlanSpec) -> None:
+    """Keep ``spec`` (validated from ``text``) for the next process; never raises."""
+    folder = cache_folder()
+    if folder is None or len(text) < CACHE_MIN_BYTES:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not _own(folder):
+            return
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(spec, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, _entry(folder, source, resolved, text))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        entries = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+        for old in entries[:-CACHE_MAX_ENTRIES]:
+            old.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001 - a cache that cannot be written only costs time
+        return
