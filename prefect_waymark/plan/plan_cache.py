@@ -7,7 +7,8 @@ The same bytes at the same path, read by the same code, give the same validated
 and loaded back (~2x faster) while nothing it was made from changed. The key is a sha256 over
 the file's text, the path as given and resolved, and a fingerprint of the code (every module of
 this package — size and modification time —, Python, pydantic and PyYAML); anything else
-misses. An invalid plan is never cached (its problems are reported as before), nor a plan with
+misses. The entry carries the steps' definition hashes and dependency order, computed once.
+An invalid plan is never cached (its problems are reported as before), nor a plan with
 ``plan:`` steps (their files may change under the same text).
 
 Where: ``$WAYMARK_PLAN_CACHE`` (a folder), else ``$XDG_CACHE_HOME/prefect-waymark/plans``, else
@@ -104,6 +105,8 @@ def store_plan(source: str, resolved: str, text: str, spec: PlanSpec) -> None:
     if folder is None or len(text) < CACHE_MIN_BYTES:
         return
     try:
+        spec.step_hashes()  # computed once and kept with it: every reader of the plan asks
+        spec.topological_order()
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not _own(folder):
             return
