@@ -199,7 +199,7 @@ def action_done_before(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> str | 
     if step.action is None:
         return None
     for r in ledger.receipts(plan.plan_id, step.id):
-        if r.state == "applied":
+        if r.state == "applied" and r.action == step.action:  # a renamed action is another
             return r.applied_words()
     return None
 

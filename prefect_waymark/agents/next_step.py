@@ -177,14 +177,15 @@ def _receipts(plan: PlanSpec, ledger: Ledger, step: StepSpec) -> list[dict[str, 
         return []
     out = []
     for r in ledger.receipts(plan.plan_id, step.id):
-        if r.state != "applied":
+        if r.state != "applied" or r.action != step.action:  # a renamed action is another
             continue
         note = (
             f"{r.applied_words()} (receipt {r.key}): do not do it again; `done` completes the "
             "step on this receipt"
         )
+        by = r.settled_by or r.intent_by
         out.append({"key": r.key, "action": r.action, "external_id": r.external_id,
-                    "at": r.settled_at, "by": r.settled_by, "note": note})  # fmt: skip
+                    "at": r.settled_at, "by": by, "note": note})  # fmt: skip
     return out
 
 

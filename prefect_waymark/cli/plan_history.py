@@ -44,7 +44,9 @@ def rerun(
             )
         except (TransitionError, PlanClosedError) as exc:  # closed meanwhile
             fail(str(exc))
-        applied = [r for r in led.receipts(spec.plan_id, step) if r.state == "applied"]
+        action = spec.step(step).action  # a receipt of a renamed action is another action's
+        rows = led.receipts(spec.plan_id, step)
+        applied = [r for r in rows if r.state == "applied" and r.action == action]
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
     by_hand = spec.step(step).checked_in  # an agent's or a person's step: told, not skipped
     for r in applied:

@@ -4,9 +4,10 @@ A flow run publishes the plan page and the steps table as its steps end; an agen
 who checks in from outside a flow run changes the same plan, so the check-in publishes a new
 version of the same two artifacts (keys ``waymark-<plan>-<copy>`` and ``…-steps``, see
 :mod:`.plan_copy`), each with no flow run. Only when a server is known (``PREFECT_API_URL``,
-or the local server waymark started) — none is ever started for it — over plain HTTP with one
-short deadline for both requests (no Prefect import, no retries). A server that does not answer
-is one warning: the check-in is in the ledger either way, and the next run's versions say it.
+the local server waymark started, or the Prefect profile's API URL) — none is ever started for
+it — over plain HTTP, the two requests within one deadline (no retries). A server that does not
+answer is one warning: the check-in is in the ledger either way, and the next run's versions
+say it. (A goal contract kept in a Prefect block is read for the page through Prefect's client.)
 """
 
 from __future__ import annotations
@@ -30,13 +31,48 @@ CHECKIN_DEADLINE = 3.0
 
 
 def _ui_url(api: str) -> str:
-    """``PREFECT_UI_URL``, else the API's address without ``/api`` (as Prefect derives it)."""
+    """``PREFECT_UI_URL``, else derived from the API's address as Prefect derives it (a Prefect
+    Cloud workspace's API on app.prefect.cloud; a server's without ``/api``)."""
     import os
 
     given = os.environ.get("PREFECT_UI_URL")
     if given:
         return given.rstrip("/")
-    return api[: -len("/api")] if api.endswith("/api") else api
+    ui = api
+    if ui.startswith(_CLOUD_API):
+        ui = _CLOUD_UI + ui[len(_CLOUD_API) :]
+    if ui.endswith("/api"):
+        ui = ui[: -len("/api")]
+    ui = ui.replace("/api/", "/").replace("/accounts/", "/account/")
+    return ui.replace("/workspaces/", "/workspace/")
+
+
+_CLOUD_API, _CLOUD_UI = "https://api.prefect.cloud/api", "https://app.prefect.cloud"
+
+
+def _server() -> tuple[str, dict[str, str]] | None:
+    """The API to send to and its headers: ``PREFECT_API_URL`` from the environment or the
+    local server waymark started (no Prefect import), else the Prefect profile's settings
+    (``prefect config set`` / ``prefect cloud login``); None when none is known."""
+    from ..run.local_server import api_headers, known_api_url
+
+    api = known_api_url()
+    if api is not None:
+        return api, api_headers()
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings().api
+    if not settings.url:
+        return None
+    headers: dict[str, str] = {}
+    if settings.auth_string is not None:
+        import base64
+
+        raw = settings.auth_string.get_secret_value().encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
+    elif settings.key is not None:
+        headers["Authorization"] = f"Bearer {settings.key.get_secret_value()}"
+    return settings.url.rstrip("/"), headers
 
 
 def publish_checkin_artifacts(
@@ -45,14 +81,14 @@ def publish_checkin_artifacts(
     """Publish the plan page and steps table as the ledger has them now; ``what`` is the
     check-in in words (``"draft done by writer"``). Returns None when published or when no
     server is known, else why not (one line, for a warning)."""
-    from ..run.local_server import api_headers, known_api_url
     from .artifacts import steps_table
     from .plan_copy import plan_copy
     from .plan_page_publish import PlanPagePublisher
 
-    api = known_api_url()
-    if api is None:
+    server = _server()
+    if server is None:
         return None  # the ledger alone: nothing to tell
+    api, headers = server
     states = ledger.step_states(plan.plan_id)
     view = build_view(plan, dict(states))
     page = PlanPagePublisher(plan, ledger, workdir, run_id=f"check-in {what}")
@@ -65,7 +101,7 @@ def publish_checkin_artifacts(
     ]
     end = time.monotonic() + CHECKIN_DEADLINE
     try:
-        with httpx.Client(base_url=api, headers=api_headers()) as http:
+        with httpx.Client(base_url=api, headers=headers) as http:
             for key, kind, data, text in sends:
                 body = {"key": key, "type": kind, "data": data, "description": text,
                         "metadata_": meta}  # fmt: skip

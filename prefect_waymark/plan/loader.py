@@ -331,7 +331,7 @@ def load_plan(path: str | Path) -> PlanSpec:
         spec = _parse(p, source, text)
         if any(s.plan is not None for s in spec.steps):
             return spec  # its sub-plan files may change under the same text: parsed every time
-        store_plan(*key, spec)
+        store_plan(*key, spec)  # if cacheable (plan/plan_cache.py)
     with _PARSED_LOCK:
         _PARSED[key] = spec
         while len(_PARSED) > _PARSED_MAX:

@@ -24,6 +24,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .spec import PlanSpec
@@ -36,6 +37,7 @@ CACHE_MIN_BYTES = 64 * 1024
 CACHE_MAX_ENTRIES = 32
 
 _FINGERPRINT: str | None = None
+_STARTED_NS = time.time_ns()  # when this module was imported: about when the process started
 
 
 def cache_folder() -> Path | None:
@@ -49,8 +51,10 @@ def cache_folder() -> Path | None:
     return Path(base) / "prefect-waymark" / "plans"
 
 
-def _code_fingerprint() -> str:
-    """What the validated plan was made by: this package's modules, Python, pydantic, PyYAML."""
+def _code_fingerprint() -> str | None:
+    """What the validated plan was made by: this package's modules, Python, pydantic, PyYAML,
+    SQLAlchemy (a ref URL's checks). None when a module changed on disk after this process
+    started: the code in memory is not the code on disk, so no entry is read or written."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
         import pydantic
@@ -58,16 +62,40 @@ def _code_fingerprint() -> str:
 
         root = Path(__file__).resolve().parents[1]
         h = hashlib.sha256(f"{sys.version}\n{pydantic.VERSION}\n{yaml.__version__}".encode())
-        h.update(str(getattr(yaml, "__with_libyaml__", False)).encode())
+        h.update(f"{getattr(yaml, '__with_libyaml__', False)}\n{_version('sqlalchemy')}".encode())
         for path in sorted(root.rglob("*.py")):
             st = path.stat()
+            if st.st_mtime_ns > _STARTED_NS:
+                _FINGERPRINT = ""
+                break
             h.update(f"\n{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}".encode())
-        _FINGERPRINT = h.hexdigest()
-    return _FINGERPRINT
+        else:
+            _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT or None
 
 
-def _entry(folder: Path, source: str, resolved: str, text: str) -> Path:
-    h = hashlib.sha256(_code_fingerprint().encode())
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "-"
+
+
+def _cacheable(spec: PlanSpec) -> bool:
+    """No ``plan:`` step (its file may change under the same text), and every state ref read
+    by a built-in resolver (a plug-in's checks may change without this package changing)."""
+    from ..resolvers.registry import served_by_builtins
+
+    if any(s.plan is not None for s in spec.steps):
+        return False
+    refs = spec.state_refs
+    return not isinstance(refs, list) or served_by_builtins({r.kind for r in refs})
+
+
+def _entry(folder: Path, fingerprint: str, source: str, resolved: str, text: str) -> Path:
+    h = hashlib.sha256(fingerprint.encode())
     for part in (source, resolved, text):
         h.update(b"\0" + part.encode("utf-8", "surrogatepass"))
     return folder / f"{h.hexdigest()}.pickle"
@@ -83,38 +111,46 @@ def _own(folder: Path) -> bool:
 
 
 def cached_plan(source: str, resolved: str, text: str) -> PlanSpec | None:
-    """The validated plan kept for these bytes at this path by this code, if any."""
-    folder = cache_folder()
-    if folder is None or len(text) < CACHE_MIN_BYTES or not _own(folder):
+    """The validated plan kept for these bytes at this path by this code, if any; never
+    raises."""
+    if len(text) < CACHE_MIN_BYTES:
         return None
-    entry = _entry(folder, source, resolved, text)
     try:
-        with open(entry, "rb") as fh:
-            spec = pickle.load(fh)
-    except FileNotFoundError:
+        folder, fingerprint = cache_folder(), _code_fingerprint()
+        if folder is None or fingerprint is None or not _own(folder):
+            return None
+        entry = _entry(folder, fingerprint, source, resolved, text)
+        try:
+            with open(entry, "rb") as fh:
+                spec = pickle.load(fh)
+        except FileNotFoundError:
+            return None
+        except Exception:  # noqa: BLE001 - a torn or foreign entry: parse the file instead
+            entry.unlink(missing_ok=True)
+            return None
+        return spec if isinstance(spec, PlanSpec) and _cacheable(spec) else None
+    except Exception:  # noqa: BLE001 - no home folder, a module gone mid-walk: parse instead
         return None
-    except Exception:  # noqa: BLE001 - a torn or foreign entry: parse the file instead
-        entry.unlink(missing_ok=True)
-        return None
-    return spec if isinstance(spec, PlanSpec) else None
 
 
 def store_plan(source: str, resolved: str, text: str, spec: PlanSpec) -> None:
     """Keep ``spec`` (validated from ``text``) for the next process; never raises."""
-    folder = cache_folder()
-    if folder is None or len(text) < CACHE_MIN_BYTES:
+    if len(text) < CACHE_MIN_BYTES:
         return
     try:
+        folder, fingerprint = cache_folder(), _code_fingerprint()
+        if folder is None or fingerprint is None or not _cacheable(spec):
+            return
         spec.step_hashes()  # computed once and kept with it: every reader of the plan asks
         spec.topological_order()
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not _own(folder):
             return
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
         try:
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(spec, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, _entry(folder, source, resolved, text))
+            os.replace(tmp, _entry(folder, fingerprint, source, resolved, text))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -84,14 +84,14 @@ def known_api_url() -> str | None:
 
 
 def api_headers() -> dict[str, str]:
-    """The headers Prefect's client sends to that API: ``PREFECT_API_KEY`` (Prefect Cloud) as a
-    bearer token, ``PREFECT_API_AUTH_STRING`` (a server with basic auth) as basic auth."""
+    """The headers Prefect's client sends to that API: ``PREFECT_API_AUTH_STRING`` (a server
+    with basic auth) as basic auth, else ``PREFECT_API_KEY`` (Prefect Cloud) as a bearer token."""
     import base64
 
+    if auth := os.environ.get("PREFECT_API_AUTH_STRING"):  # Prefect's client: this one wins
+        return {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
     if key := os.environ.get("PREFECT_API_KEY"):
         return {"Authorization": f"Bearer {key}"}
-    if auth := os.environ.get("PREFECT_API_AUTH_STRING"):
-        return {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
     return {}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from prefect_waymark.ledger import open_ledger
 from prefect_waymark.markers.plan_copy import plan_copy
@@ -107,3 +108,25 @@ def test_with_no_server_known_nothing_is_sent_and_none_is_started(tmp_path: Path
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert proc.stderr == "", proc.stderr
     assert list(home.iterdir()) == []  # no server, no Prefect database
+
+
+def test_the_ui_address_is_derived_as_prefect_derives_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect_waymark.markers.checkin_artifacts import _ui_url
+
+    monkeypatch.delenv("PREFECT_UI_URL", raising=False)
+    assert _ui_url("http://127.0.0.1:4200/api") == "http://127.0.0.1:4200"
+    cloud = "https://api.prefect.cloud/api/accounts/a1/workspaces/w2"
+    assert _ui_url(cloud) == "https://app.prefect.cloud/account/a1/workspace/w2"
+    monkeypatch.setenv("PREFECT_UI_URL", "https://ui.example/")
+    assert _ui_url(cloud) == "https://ui.example"
+
+
+def test_basic_auth_wins_over_an_api_key_as_in_prefects_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prefect_waymark.run.local_server import api_headers
+
+    monkeypatch.setenv("PREFECT_API_KEY", "pnu_key")
+    assert api_headers() == {"Authorization": "Bearer pnu_key"}
+    monkeypatch.setenv("PREFECT_API_AUTH_STRING", "admin:pass")
+    assert api_headers() == {"Authorization": "Basic YWRtaW46cGFzcw=="}

@@ -69,3 +69,29 @@ def test_an_action_step_without_a_receipt_still_needs_one(tmp_path: Path) -> Non
     assert proc.returncode == 2 and "give --receipt external_id=" in proc.stderr
     doc = json.loads(run_cli("next", p, "--executor", "a", "--json", env=NO_SERVER).stdout)
     assert doc["step"]["receipts"] == []
+
+
+def test_a_renamed_action_is_another_action_and_needs_its_own_receipt(tmp_path: Path) -> None:
+    p = str(write_plan(tmp_path, PLAN))
+    assert run_cli("start", p, "send", "--executor", "a", env=NO_SERVER).returncode == 0
+    proc = run_cli("done", p, "send", "--executor", "a", "--receipt", "external_id=inv-1",
+                   env=NO_SERVER)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    renamed = {**PLAN, "steps": [{**PLAN["steps"][0], "action": "charge-card"}]}
+    write_plan(tmp_path, renamed)
+    proc = run_cli("rerun", p, "send", env=NO_SERVER)
+    assert proc.returncode == 0 and "committed receipt" not in proc.stdout, proc.stdout
+    doc = json.loads(run_cli("next", p, "--executor", "b", "--json", env=NO_SERVER).stdout)
+    assert doc["step"]["receipts"] == []  # send-invoice's receipt is not charge-card's
+    proc = run_cli("start", p, "send", "--executor", "b", env=NO_SERVER)
+    assert proc.returncode == 0 and "do not do it again" not in proc.stdout
+    proc = run_cli("done", p, "send", "--executor", "b", env=NO_SERVER)
+    assert proc.returncode == 2 and "give --receipt external_id=" in proc.stderr
+    proc = run_cli("done", p, "send", "--executor", "b", "--receipt", "external_id=ch-1",
+                   env=NO_SERVER)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with open_ledger(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}") as led:
+        rows = led.receipts("invoice", "send")
+    assert sorted((r.action, r.external_id) for r in rows) == [
+        ("charge-card", "ch-1"), ("send-invoice", "inv-1")
+    ]  # fmt: skip

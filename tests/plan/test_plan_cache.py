@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import pytest
+from pydantic import Field
 
 from prefect_waymark.plan import plan_cache
 from prefect_waymark.plan.loader import load_plan
@@ -111,3 +112,48 @@ def test_other_code_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert cached_plan("elsewhere/plan.yaml", str(plan.resolve()), text) is None
     monkeypatch.setattr(plan_cache, "_FINGERPRINT", "another version of the code")
     assert cached_plan(str(plan), str(plan.resolve()), text) is None
+
+
+def test_a_plan_whose_refs_a_plug_in_reads_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect_waymark.resolvers import RefConfig, registry
+
+    class TicketConfig(RefConfig):
+        locator_field: ClassVar[str] = "ticket"
+        kind: Literal["ticket"] = "ticket"
+        ticket: str = Field(pattern=r"^T-[0-9]+$")
+
+    class TicketResolver:
+        kind = "ticket"
+        config_model = TicketConfig
+
+        async def read_version(self, config: Any, ctx: Any) -> str:
+            return "v1"
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("WAYMARK_PLAN_CACHE", str(cache))
+    monkeypatch.setattr(registry, "_resolvers", dict(registry._resolvers))
+    registry.register_resolver(TicketResolver())  # type: ignore[arg-type]
+    doc = _plan()
+    doc["state_refs"] = [{"name": "t", "kind": "ticket", "ticket": "T-12"}]
+    plan = write_plan(tmp_path / "w", doc)
+    assert load_plan(plan).plan_id == "big"  # valid here, with the resolver registered
+    assert not cache.exists() or list(cache.glob("*.pickle")) == []  # and not kept
+    proc = run_cli("validate", str(plan), env={"WAYMARK_PLAN_CACHE": str(cache)})
+    assert proc.returncode == 2 and "ticket" in proc.stderr  # another process: no such kind
+
+
+def test_no_home_folder_costs_the_cache_not_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("WAYMARK_PLAN_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    plan = write_plan(tmp_path / "w", _plan())
+    assert load_plan(plan).plan_id == "big"
+    small = write_plan(tmp_path / "s", _plan(2))
+    assert load_plan(small).plan_id == "big"
