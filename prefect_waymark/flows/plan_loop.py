@@ -28,6 +28,7 @@ from ..runners.submit import Launcher
 from ..tasks.cache_policy import step_result_key
 from ..tasks.step_task import step_task
 from ._step_records import LoopOutcome, StepRecords
+from .frontier import ReadyFrontier
 
 __all__ = ["LoopOutcome", "PlanLoop"]
 
@@ -81,6 +82,7 @@ class PlanLoop(StepRecords):
         self._announced_waits: set[str] = set()
         self.branches = {s.branch for s in self.plan.steps}
         self.targets = self._targets()
+        self.frontier = ReadyFrontier(self.order, self.specs, self.status)
         #: branch -> the run that held it when this run last tried to start a step there.
         self.busy_by: dict[str, str] = {}
         self._running: dict[PrefectFuture[Any], str] = {}  # this run's steps in progress
@@ -160,7 +162,7 @@ class PlanLoop(StepRecords):
         busy_until: dict[str, float] = {}  # branches another run held at our last try
         failed_here: set[str] = set()
         started = 0
-        open_steps = list(self.order)  # not completed when last looked at, in order
+        open_steps: list[str] | None = None  # not completed, needs done, when last looked at
         while True:
             review_stop = any(v == "needs_review" for v in self.status.values())
             review_stop = review_stop or self._closed is not None  # launch nothing more
@@ -168,10 +170,11 @@ class PlanLoop(StepRecords):
             launches: list[tuple[str, Launch]] = []
             if not review_stop:
                 now = time.monotonic()
-                if self._reread:  # statuses came from the ledger: a step may have reopened
-                    open_steps, self._reread = list(self.order), False
-                open_steps = [sid for sid in open_steps if self.status[sid] != "completed"]
-                for sid in open_steps:
+                if self._reread or open_steps is None:  # from the ledger: a step may reopen
+                    open_steps, self._reread = self.frontier.of(self.order), False
+                else:
+                    open_steps = self.frontier.advance(open_steps)
+                for sid in self.frontier.scan(open_steps, lambda: self._reread):
                     if len(active) == len(self.branches):
                         break  # every branch has a step of this run in progress
                     if not self._ready(sid, failed_here):

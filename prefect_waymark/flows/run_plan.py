@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
@@ -49,8 +48,9 @@ from ..review.suspend import (
 from ..run.env_settings import seconds_from_env
 from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
+from ..run.named_flow import waymark_flow  # named and tagged as it is created
 from ..run.observers import RunObserver
-from ..run.prefect_ui import final_state, run_name
+from ..run.prefect_ui import final_state
 from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
@@ -76,7 +76,7 @@ REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
 AGENT_WAIT_ENV = "WAYMARK_AGENT_WAIT_SECONDS"
 
 
-@flow(name="waymark-run-plan", flow_run_name=run_name, log_prints=True, validate_parameters=False)
+@waymark_flow(name="waymark-run-plan", log_prints=True, validate_parameters=False)
 def run_plan(
     plan: str | dict[str, Any] | PlanSpec,
     workdir: str | None = None,
@@ -342,7 +342,7 @@ def _run_steps(
         observer.run_started(ctx)
     outcome = loop.run()
     states = ledger.step_states(spec.plan_id)
-    view = build_view(spec, states)
+    view = build_view(spec, states, previous=ctx.view)  # the steps moved since, rebuilt
     gate.announce_open(view.needs_review)  # e.g. stops another runner recorded meanwhile
     result: RunResult
     suspend: tuple[str, str | None] | None = None

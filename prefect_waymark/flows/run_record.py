@@ -10,6 +10,7 @@ from typing import Any
 from ..boundary import RunBoundary
 from ..ledger import Ledger
 from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.light_events import light_events
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
 from ..markers import write_run_markers
@@ -114,10 +115,12 @@ def record_crash(run: RunRecord, exc: BaseException) -> None:
     try:
         states = run.ledger.step_states(run.spec.plan_id)
         view = build_view(run.spec, states)
-        done = [
+        done = [  # this run's only, filtered in the database
             e.step_id
-            for e in run.ledger.events(run.spec.plan_id, kinds=[EventKind.step_completed])
-            if e.run_id == run.run_id and e.step_id
+            for e in light_events(
+                run.ledger, run.spec.plan_id, [EventKind.step_completed], run_id=run.run_id
+            )
+            if e.step_id
         ]
         if interrupted:
             why = f"the run was interrupted ({_signal_name(exc)}); the next run continues here"

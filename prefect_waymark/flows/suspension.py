@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..ledger import Ledger
 from ..ledger.events import EventKind
+from ..ledger.light_events import light_events
 from ..review.suspend import in_deployment_run, suspend_now
 from ..run.identity import execution_run_id
 from .run_record import RunRecord
@@ -17,9 +18,9 @@ def run_id_of_execution(ledger: Ledger, plan_id: str, flow_run_id: str) -> str:
     executed again — ``<id>-r<N>`` (Prefect's ``run_count`` does not count it)."""
     if not in_deployment_run():
         return flow_run_id
-    before = sum(
+    before = sum(  # without their step hashes: a big plan's history is big
         1
-        for ev in ledger.events(plan_id, kinds=[EventKind.run_started])
+        for ev in light_events(ledger, plan_id, [EventKind.run_started])
         if ev.data.get("flow_run_id") == flow_run_id
     )
     return execution_run_id(flow_run_id, before + 1)

@@ -3,6 +3,7 @@ and review reasons — derived from the plan and the ledger's projection, never 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -49,12 +50,19 @@ class PlanView(BaseModel):
     active_milestone: str | None = None
 
     _by_id: dict[str, StepView] | None = PrivateAttr(default=None)
+    #: The plan object and the step states this view was built from (see ``build_view``'s
+    #: ``previous``).
+    _built_from: tuple[PlanSpec, dict[str, StepState]] | None = PrivateAttr(default=None)
 
     def step(self, step_id: str) -> StepView:
         """The view of one step (a dict lookup: pages ask for every step of big plans)."""
-        if self._by_id is None or len(self._by_id) != len(self.steps):
-            self._by_id = {s.id: s for s in self.steps}
-        return self._by_id[step_id]
+        # The private dict itself: ``self._by_id`` goes through pydantic's __getattr__ (~9 us).
+        private = self.__pydantic_private__
+        by_id: dict[str, StepView] | None = private.get("_by_id") if private else None
+        if by_id is None or len(by_id) != len(self.steps):
+            by_id = {s.id: s for s in self.steps}
+            self._by_id = by_id
+        return by_id[step_id]
 
 
 _new_object = object.__new__
@@ -75,17 +83,35 @@ def _step_view(values: dict[str, Any]) -> StepView:
     return view
 
 
-def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
-    """Fold the ledger's step states onto the plan, in dependency order."""
+def build_view(
+    plan: PlanSpec, states: Mapping[str, StepState], previous: PlanView | None = None
+) -> PlanView:
+    """Fold the ledger's step states onto the plan, in dependency order.
+
+    ``previous``: a view built before from the same plan object (a run's start view, for its end
+    view): a step whose state, and the statuses of whose needs, are as they were then keeps its
+    view object, not built again — the end view of a 5-step run of a 10,000-step plan builds 5
+    (views are read, never changed in place: two views may share a step's).
+    """
     hashes = plan.step_hashes()
     order = plan.topological_order()
     by_id = {s.id: s for s in plan.steps}
     status_of: dict[str, StepStatus] = {}
     views: dict[str, StepView] = {}
+    built = previous._built_from if previous is not None else None
+    before = built[1] if built is not None and built[0] is plan else None
+    was = {v.id: v for v in previous.steps} if before is not None and previous else {}
     for sid in order:
         spec = by_id[sid]
         st = states.get(sid)
         deps = spec.depends_on
+        if before is not None:
+            old = before.get(sid)
+            if (old is st or old == st) and (st is None or not st.blocked_on):
+                kept = was[sid]
+                if all(status_of[d] == was[d].status for d in deps):
+                    views[sid], status_of[sid] = kept, kept.status
+                    continue
         blockers = [d for d in deps if status_of[d] in _STOPS] if deps else []
         if st is None:  # most steps of a big plan: never run
             status = StepStatus.blocked if blockers else _PENDING
@@ -163,7 +189,7 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
         if status_of[sid] != "completed" and by_id[sid].milestone:
             milestone = by_id[sid].milestone
             break
-    return PlanView(
+    view = PlanView(
         plan_id=plan.plan_id,
         title=plan.title,
         steps=ordered,
@@ -179,3 +205,5 @@ def build_view(plan: PlanSpec, states: dict[str, StepState]) -> PlanView:
         complete=all(status == "completed" for status in counts),
         active_milestone=milestone,
     )
+    view._built_from = (plan, dict(states))
+    return view

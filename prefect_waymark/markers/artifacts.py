@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,10 +23,13 @@ from uuid import UUID
 
 from ..ledger.progress_view import PlanView, StepView
 from ..run.observers import RunObserver
+from .concurrent_sends import Send, send_all, send_soon
 from .markdown import first_line
 from .plan_copy import PlanCopy, plan_copy
 
 if TYPE_CHECKING:
+    from prefect.client.schemas.actions import ArtifactCreate
+
     from ..guards.base import GuardContext
     from ..ledger.base import Ledger, LedgerReader
     from ..ledger.step_state import StepState
@@ -36,9 +40,11 @@ _log = logging.getLogger("prefect_waymark.markers")
 
 __all__ = [
     "ProgressArtifact",
+    "create_send",
     "marker_metadata",
     "publish_run_artifacts",
     "read_latest_marker",
+    "run_artifact_sends",
     "run_observers",
     "steps_table",
 ]
@@ -82,36 +88,38 @@ def marker_metadata(marker: Mapping[str, Any], copy: PlanCopy) -> dict[str, str]
     return meta
 
 
-def _create(
+def _artifact(
     kind: str, key: str, data: Any, description: str, metadata: dict[str, str] | None
-) -> UUID:
-    from prefect.client.orchestration import get_client
+) -> ArtifactCreate:
+    """The artifact to create, with this flow (and task) run's ids: built in the run's thread,
+    sent from any (:mod:`.concurrent_sends`)."""
     from prefect.client.schemas.actions import ArtifactCreate
     from prefect.utilities.context import get_task_and_flow_run_ids
 
     task_run_id, flow_run_id = get_task_and_flow_run_ids()
-    with get_client(sync_client=True) as client:
-        made = client.create_artifact(
-            artifact=ArtifactCreate(
-                key=key,
-                type=kind,
-                description=description,
-                data=data,
-                metadata_=metadata,
-                flow_run_id=flow_run_id,
-                task_run_id=task_run_id,
-            )
-        )
-    return made.id
+    return ArtifactCreate(
+        key=key,
+        type=kind,
+        description=description,
+        data=data,
+        metadata_=metadata,
+        flow_run_id=flow_run_id,
+        task_run_id=task_run_id,
+    )
 
 
-def publish_run_artifacts(
+def create_send(what: str, artifact: ArtifactCreate) -> Send:
+    """Creating ``artifact`` as a send; a failure is logged ``<what>: <error>``."""
+    return Send(what, lambda client: client.create_artifact(artifact=artifact))
+
+
+def run_artifact_sends(
     marker: dict[str, Any],
     view: PlanView,
     ledger: Ledger,
     states: Mapping[str, StepState],
-) -> None:
-    """Create this run's marker and step-table artifacts (inside the flow run)."""
+) -> list[Send]:
+    """This run's marker and step-table artifacts (inside the flow run), rendered here."""
     from ..models import utcnow
     from .plan_copy import ui_base_url
     from .run_marker_page import marker_line, render_run_marker
@@ -121,8 +129,26 @@ def publish_run_artifacts(
     markdown = render_run_marker(
         marker, view, states, copy=copy, now=utcnow(), ui_url=ui_base_url()
     )
-    _create("markdown", copy.key("marker"), markdown, description, marker_metadata(marker, copy))
-    _create("table", copy.key("steps"), steps_table(view), description, copy.metadata())
+    meta = marker_metadata(marker, copy)
+    what = "marker artifacts not published"
+    return [
+        create_send(what, _artifact("markdown", copy.key("marker"), markdown, description, meta)),
+        create_send(
+            what,
+            _artifact("table", copy.key("steps"), steps_table(view), description, copy.metadata()),
+        ),
+    ]
+
+
+def publish_run_artifacts(
+    marker: dict[str, Any],
+    view: PlanView,
+    ledger: Ledger,
+    states: Mapping[str, StepState],
+) -> None:
+    """Create this run's marker and step-table artifacts (inside the flow run), side by side;
+    a failure to send is logged."""
+    send_all(run_artifact_sends(marker, view, ledger, states), _log)
 
 
 def steps_table(view: PlanView) -> str:
@@ -250,6 +276,7 @@ class ProgressArtifact(RunObserver):
         self._total = 0
         self._copy: PlanCopy | None = None
         self._paused: str | None = None
+        self._creating: threading.Thread | None = None
         self._gate = gate
         if gate is not None:
             self._copy = plan_copy(gate.plan.plan_id, gate.ledger, workdir or "")
@@ -270,32 +297,50 @@ class ProgressArtifact(RunObserver):
             1 for sid, st in states.items() if sid in plan_ids and st.status == "completed"
         )
 
-    def _create(self, plan_id: str, ledger: LedgerReader, workdir: Path) -> None:
+    def _create(
+        self, plan_id: str, ledger: LedgerReader, workdir: Path, *, soon: bool = False
+    ) -> None:
+        """Create the artifact; ``soon``: from another thread, as the run starts (its first
+        update, or the run's end, waits for it)."""
         from prefect.artifacts import create_progress_artifact
 
         if self._copy is None:
             self._copy = plan_copy(plan_id, ledger, workdir)
         value, text = self._text()
+        key = self._copy.key("progress")
+
+        def create(_: object = None) -> None:
+            created = create_progress_artifact(progress=value, key=key, description=text)
+            self.artifact_id = created if isinstance(created, UUID) else None
+            self._sent_at = time.monotonic()
+
+        if soon:  # goes out while the plan page renders and the first step runs
+            what = "progress artifact not created"
+            self._creating = send_soon(Send(what, create, logging.WARNING), _log)
+            return
         try:
-            created = create_progress_artifact(
-                progress=value, key=self._copy.key("progress"), description=text
-            )
+            create()
         except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
             _log.warning("progress artifact not created: %s", exc)
-            return
-        self.artifact_id = created if isinstance(created, UUID) else None
-        self._sent_at = time.monotonic()
+
+    def _created(self) -> None:
+        """Wait for the artifact's creation, if it is under way."""
+        if self._creating is not None:
+            self._creating.join()
+            self._creating = None
 
     def run_started(self, ctx: GuardContext) -> None:
         self._count({s.id for s in ctx.plan.steps}, ctx.states)
+        self._created()
         if self.artifact_id is None:
-            self._create(ctx.plan.plan_id, ctx.ledger, ctx.workdir)
+            self._create(ctx.plan.plan_id, ctx.ledger, ctx.workdir, soon=True)
         else:
             self._send()
 
     def _on_pause(self, step_id: str) -> None:
         gate = self._gate
         assert gate is not None
+        self._created()
         self._paused = step_id
         self._count({s.id for s in gate.plan.steps}, gate.ledger.step_states(gate.plan.plan_id))
         if self.artifact_id is None:
@@ -306,6 +351,7 @@ class ProgressArtifact(RunObserver):
             self._send()
 
     def _on_answer(self) -> None:
+        self._created()
         if self._paused is not None:
             self._paused = None
             if self.artifact_id is not None:
@@ -313,6 +359,7 @@ class ProgressArtifact(RunObserver):
 
     def step_completed(self, ctx: GuardContext, step: StepSpec) -> None:
         self._done += 1
+        self._created()
         if self.artifact_id is None:
             return
         self._dirty = True
@@ -320,18 +367,28 @@ class ProgressArtifact(RunObserver):
             self._send()
 
     def run_ended(self, ctx: GuardContext) -> None:
-        """Send the last progress if it is not out yet."""
+        """Start sending the last progress if it is not out yet: it goes out while the run
+        writes its last records (the run's markers wait for it, :mod:`.concurrent_sends`)."""
+        self._created()
         if self.artifact_id is not None and self._dirty:
-            self._send()
+            self._send(soon=True)
 
-    def _send(self) -> None:
+    def _send(self, *, soon: bool = False) -> None:
         from prefect.artifacts import update_progress_artifact
 
         assert self.artifact_id is not None
+        artifact_id = self.artifact_id
         fraction, text = self._text()
-        try:
-            update_progress_artifact(self.artifact_id, fraction, description=text)
-        except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
-            _log.warning("progress artifact not updated: %s", exc)
+
+        def update(_: object = None) -> None:
+            update_progress_artifact(artifact_id, fraction, description=text)
+
+        if soon:
+            send_soon(Send("progress artifact not updated", update, logging.WARNING), _log)
+        else:
+            try:
+                update()
+            except Exception as exc:  # noqa: BLE001 - the UI's progress bar must not stop a run
+                _log.warning("progress artifact not updated: %s", exc)
         self._sent_at = time.monotonic()
         self._dirty = False

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..ledger import Ledger
 from ..ledger.events import REF_EVENT_KINDS, EventKind, ProgressEvent
+from ..ledger.light_events import light_events
 from ..ledger.step_state import StepState
 from ..ledger.urls import shown_url
 from ..metrics import metric_values
@@ -91,9 +92,7 @@ def build_marker(
             continue
         outputs += [{"step": sid, "path": p, "sha256": h} for p, h in sorted(st.outputs.items())]
         receipts += [dict(r, step=sid) for r in st.receipts]
-    run_events = [
-        e for e in ledger.events(plan.plan_id, kinds=REF_EVENT_KINDS) if e.run_id == run_id
-    ]
+    run_events = light_events(ledger, plan.plan_id, REF_EVENT_KINDS, run_id=run_id)
     refs, contract = _refs_seen(run_events)
     if contract is None and isinstance(plan.contract, GoalContract):
         contract = contract_fingerprint(plan.contract)

@@ -96,11 +96,9 @@ def acceptance_section(
     ]
 
 
-def _tally(steps: list[StepView]) -> list[object]:
-    counts = {k: sum(1 for s in steps if s.status == k) for k in _STATUS_ORDER}
-    done = counts["completed"]
+def _tally(counts: dict[str, int]) -> list[object]:
     return [
-        f"{done}/{len(steps)}",
+        f"{counts['completed']}/{sum(counts.values())}",
         counts["in_progress"] or "",
         counts["failed"] or "",
         counts["needs_review"] or "",
@@ -113,31 +111,42 @@ def progress_section(plan: PlanSpec, view: PlanView) -> list[str]:
     """Done and open steps per milestone and per branch."""
     headers = ["done", "running", "failed", "review", "blocked", "pending"]
     out = ["", "## Progress", ""]
-    milestones: dict[str, list[StepView]] = {}
-    branches: dict[str, list[StepView]] = {}
+    # Counted in one pass over the steps (a 10,000-step plan has a hundred milestones).
+    milestones: dict[str, dict[str, int]] = {}
+    branches: dict[str, dict[str, int]] = {}
     for s in view.steps:
-        milestones.setdefault(s.milestone or "(no milestone)", []).append(s)
-        branches.setdefault(s.branch, []).append(s)
+        m = s.milestone or "(no milestone)"
+        counts = milestones.get(m)
+        if counts is None:
+            counts = milestones[m] = dict.fromkeys(_STATUS_ORDER, 0)
+        counts[s.status] += 1
+        counts = branches.get(s.branch)
+        if counts is None:
+            counts = branches[s.branch] = dict.fromkeys(_STATUS_ORDER, 0)
+        counts[s.status] += 1
     if len(milestones) > 1 or next(iter(milestones)) != "(no milestone)":
-        rows = [[cell(m, 80), *_tally(steps)] for m, steps in milestones.items()]
+        rows = [[cell(m, 80), *_tally(counts)] for m, counts in milestones.items()]
         active = f" — active: {code(view.active_milestone)}" if view.active_milestone else ""
         out += [f"Per milestone{active}:", "", *table(["milestone", *headers], rows), ""]
     if len(branches) > 1:
         rows = []
-        for b, steps in branches.items():
+        for b, counts in branches.items():
             current = view.current_step.get(b)
-            rows.append([code(b), *_tally(steps), code(current) if current else "-"])
+            rows.append([code(b), *_tally(counts), code(current) if current else "-"])
         out += ["Per branch:", "", *table(["branch", *headers, "current step"], rows)]
     if len(out) == 3:  # one milestone-less branch: one line says it
-        out.append(f"{_tally(view.steps)[0]} steps done.")
+        out.append(f"{_tally(next(iter(milestones.values())))[0]} steps done.")
     return out
 
 
 def steps_section(view: PlanView, states: Mapping[str, StepState], now: datetime) -> list[str]:
     """Every step, grouped by status, with title, owner, attempts and its last change."""
     out = ["", "## Steps"]
+    by_status: dict[str, list[StepView]] = {status: [] for status in _STATUS_ORDER}
+    for s in view.steps:  # one pass over the plan, not one per status
+        by_status[s.status].append(s)
     for status in _STATUS_ORDER:
-        steps = [s for s in view.steps if s.status == status]
+        steps = by_status[status]
         if not steps:
             continue
         rows: list[list[object]] = []

@@ -77,12 +77,14 @@ class PlanPagePublisher:
         """The page's Markdown and its one-line description, from the ledger now (``view``: the
         view of the ``states`` given, if the caller built it; ``ui_url``: the UI's address, if
         the caller knows it — else Prefect's settings say it)."""
+        from ..ledger.light_events import light_events
         from ..models import utcnow
         from .plan_page import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
 
         if states is None:
             states, view = self.ledger.step_states(self.plan.plan_id), None
-        events = self.ledger.events(self.plan.plan_id, kinds=PAGE_EVENT_KINDS)
+        # Without the step hashes of every run_started: the page grows with the history else.
+        events = light_events(self.ledger, self.plan.plan_id, PAGE_EVENT_KINDS)
         page = PageInput(
             plan=self.plan,
             states=states,

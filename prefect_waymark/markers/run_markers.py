@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,12 +15,14 @@ from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
+from .concurrent_sends import wait_sent
 from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
 from .marker_file import MARKER_FILE, read_marker_file, verify_marker_file, write_marker_file
 from .marker_record import build_marker, marker_history
 
 if TYPE_CHECKING:
+    from .concurrent_sends import Send
     from .plan_page_publish import PlanPagePublisher
 
 __all__ = [
@@ -111,24 +114,79 @@ def write_run_markers(
     except (MarkerFileError, OSError) as exc:
         logger.error("marker files not written: %s", exc)
     if artifacts:
-        from .artifacts import publish_run_artifacts
+        _publish(plan, ledger, summary, marker, view, states, page, logger)
+    else:
+        wait_sent()
+    return marker
+
+
+def _publish(
+    plan: PlanSpec,
+    ledger: Ledger,
+    summary: dict[str, Any],
+    marker: dict[str, Any],
+    view: PlanView,
+    states: Mapping[str, StepState],
+    page: PlanPagePublisher | None,
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+) -> None:
+    """The run's artifacts — the marker, the steps table, the metrics table, the plan page's
+    last version (where the run left the plan) — rendered here from the ledger, then sent side
+    by side (:mod:`.concurrent_sends`); a failure is logged, as it always was."""
+    from .artifacts import run_artifact_sends
+    from .concurrent_sends import send_all
+
+    sends = []
+    try:
+        sends += run_artifact_sends(marker, view, ledger, states)
+    except Exception as exc:  # noqa: BLE001 - the UI copy must not fail the run
+        logger.error("marker artifacts not published: %s", exc)
+    if summary.get("metrics"):  # the plan's metrics as a table (markers/metrics_artifact.py)
+        from .metrics_artifact import metrics_table_send
+
+        if (send := metrics_table_send(summary["metrics"], marker, ledger, logger)) is not None:
+            sends.append(send)
+    meanwhile = None
+    if page is not None:
+        page.forget_contract()  # a step or an answer may have changed it meanwhile
+        if page.artifact_id is not None:  # the version this run created: updated in place
+            if (send := _page_update(page, states, view)) is not None:
+                sends.append(send)
+        else:  # not created at run start: looked up, or created, as the others go
+            meanwhile = partial(page.publish, live=False, states=states, find=True, view=view)
+    else:
         from .plan_page_publish import publish_plan_page
 
-        try:
-            publish_run_artifacts(marker, view, ledger, states)
-        except Exception as exc:  # noqa: BLE001 - the UI copy must not fail the run
-            logger.error("marker artifacts not published: %s", exc)
-        if summary.get("metrics"):  # the plan's metrics as a table (markers/metrics_artifact.py)
-            from .metrics_artifact import publish_metrics_table
+        meanwhile = partial(
+            publish_plan_page, plan, ledger, marker["workdir"], marker["run_id"], states, view
+        )
+    send_all(sends, logger, meanwhile)
 
-            publish_metrics_table(summary["metrics"], marker, ledger, logger)
-        # The plan page's last version of this run: where the run left the plan.
-        if page is not None:
-            page.forget_contract()  # a step or an answer may have changed it meanwhile
-            page.publish(live=False, states=states, find=True, view=view)
-        else:
-            publish_plan_page(plan, ledger, marker["workdir"], marker["run_id"], states, view)
-    return marker
+
+def _page_update(
+    page: PlanPagePublisher, states: Mapping[str, StepState], view: PlanView
+) -> Send | None:
+    """The update of the run's version of the plan page, rendered here; None (logged) if it
+    cannot be rendered. Logged as :mod:`.plan_page_publish` logs it."""
+    from prefect.client.schemas.actions import ArtifactUpdate
+
+    from .concurrent_sends import Send
+
+    page_log = logging.getLogger("prefect_waymark.markers")
+    artifact_id = page.artifact_id
+    assert artifact_id is not None
+    try:
+        markdown, description = page.render(live=False, states=states, view=view)
+    except Exception as exc:  # noqa: BLE001 - the UI's page must not stop a run
+        page_log.warning("plan page not published: %s", exc)
+        return None
+    update = ArtifactUpdate(data=markdown, description=description)
+    return Send(
+        "plan page not published",
+        lambda client: client.update_artifact(artifact_id, update),
+        logging.WARNING,
+        page_log,
+    )
 
 
 def rebuild_marker_files(plan: PlanSpec, ledger: Ledger, folder: Path) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..ledger.base import LedgerReader
 from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.light_events import light_events
 from ..ledger.receipt_records import ReceiptRecord, ReceiptStore
 from ..ledger.step_state import StepState
 from ..models import GoalContract
@@ -38,6 +39,10 @@ METRICS: tuple[type[Metric], ...] = (
     SingleInProgress,
 )
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
+#: The kinds of events the metrics read, in a stable order.
+_EVENT_KINDS: tuple[EventKind, ...] = tuple(
+    k for k in EventKind if any(k in m.kinds for m in METRICS)
+)
 
 
 def compute_metrics(
@@ -56,8 +61,8 @@ def compute_metrics(
     read from ``ledger`` when not given (receipts only from a ledger that keeps them).
     """
     plan_id = spec.plan_id
-    if events is None:
-        events = ledger.events(plan_id)
+    if events is None:  # only the kinds some metric reads, without run_started's step hashes
+        events = light_events(ledger, plan_id, _EVENT_KINDS)
     if states is None:
         states = ledger.step_states(plan_id)
     if receipts is None and isinstance(ledger, ReceiptStore):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ __all__ = [
     "final_state",
     "format_run_name",
     "run_name",
+    "run_name_and_tags",
     "run_tags",
     "state_name",
     "ui_links",
@@ -98,28 +100,35 @@ def _plan_id(plan: Any) -> str:
 
 
 def run_name() -> str:
-    """``run_plan``'s ``flow_run_name``: Prefect calls it when every flow run starts, with the
-    run's parameters in :mod:`prefect.runtime`. A run started without the plan's tags (a plain
-    Python call) gets them here; ``waymark run`` and deployments set them when they create it."""
+    """``run_plan``'s ``flow_run_name``: Prefect calls it when a flow run that exists already
+    starts (a deployment's run, a sub-plan's subflow), with the run's parameters in
+    :mod:`prefect.runtime`. A run that lacks the plan's tags gets them here. A top-level call
+    (``waymark run``, a Python call) creates its flow run with both (:mod:`.named_flow`)."""
     from prefect.context import FlowRunContext
     from prefect.runtime import flow_run
 
-    from .identity import default_executor, worker_name
-
     params = flow_run.parameters
-    plan_id = _plan_id(params.get("plan"))
+    name, wanted = run_name_and_tags(params)
     ctx = FlowRunContext.get()
     if ctx is not None and ctx.flow_run is not None:
         tags = list(ctx.flow_run.tags or [])
-        missing = [t for t in run_tags(plan_id) if t not in tags]
+        missing = [t for t in wanted if t not in tags]
         if missing:
             try:
                 ctx.client.update_flow_run(ctx.flow_run.id, tags=tags + missing)
                 ctx.flow_run.tags = tags + missing
             except Exception:  # noqa: BLE001 - a tag is never worth failing the run
                 pass
+    return name
+
+
+def run_name_and_tags(params: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The name and the tags of a ``run_plan`` flow run with these parameters."""
+    from .identity import default_executor, worker_name
+
+    plan_id = _plan_id(params.get("plan"))
     who = params.get("executor") or worker_name() or default_executor()
-    return format_run_name(plan_id, str(who))
+    return format_run_name(plan_id, str(who)), run_tags(plan_id)
 
 
 def final_state(summary: RunSummary, view: PlanView, ledger: Ledger) -> State[Any]:

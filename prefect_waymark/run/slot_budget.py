@@ -17,6 +17,7 @@ from datetime import datetime
 
 from ..ledger import Ledger
 from ..ledger.events import EventKind
+from ..ledger.light_events import light_events
 
 __all__ = ["SlotBudget", "slot_budget"]
 
@@ -54,7 +55,7 @@ def slot_budget(ledger: Ledger, plan_id: str, max_steps: int | None) -> SlotBudg
         return None
     first_seq: int | None = None
     runs: set[str] = set()
-    for ev in ledger.events(plan_id, kinds=[EventKind.run_started]):
+    for ev in light_events(ledger, plan_id, [EventKind.run_started]):  # no step hashes
         if ev.data.get("deployment_id") == deployment_id and ev.at >= since and ev.run_id:
             runs.add(ev.run_id)
             if first_seq is None and ev.seq is not None:

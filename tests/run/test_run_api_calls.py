@@ -1,0 +1,106 @@
+"""What a run costs in Prefect API calls: a top-level ``run_plan`` call creates its flow run
+named and tagged (no PATCH of the name or the tags, no lookup of the server's default result
+storage for the naming), and the run's last artifacts go out side by side, every one of them
+still there; a request that fails is logged, the others go out and the run is not failed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+import pytest
+
+from tests._support.helpers import write_plan
+
+
+@pytest.fixture
+def requests() -> Iterator[list[tuple[str, str, str, bytes]]]:
+    """Every request the Prefect client sends meanwhile: (method, path, thread, body)."""
+    seen: list[tuple[str, str, str, bytes]] = []
+    original = httpx.Client.send
+
+    def send(self: httpx.Client, request: httpx.Request, *args: Any, **kwargs: Any) -> Any:
+        seen.append(
+            (request.method, request.url.path, threading.current_thread().name, request.content)
+        )
+        return original(self, request, *args, **kwargs)
+
+    httpx.Client.send = send  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        httpx.Client.send = original  # type: ignore[method-assign]
+
+
+def test_a_run_is_created_named_and_its_artifacts_go_out_together(
+    prefect_server: str, tmp_path: Path, requests: list[tuple[str, str, str, bytes]]
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from prefect_waymark.flows import run_plan
+
+    plan = write_plan(tmp_path, {"plan_id": "calls", "steps": [{"id": "a", "run": "true"}]})
+    out = run_plan(plan=str(plan), executor="tester")
+    assert out["result"] == "completed"
+    fr = out["flow_run_id"]
+
+    created = [
+        json.loads(body) for m, p, _, body in requests if (m, p) == ("POST", "/api/flow_runs/")
+    ]
+    assert len(created) == 1
+    assert created[0]["name"].startswith("calls · tester · "), created[0]["name"]
+    assert {"waymark", "plan:calls"} <= set(created[0]["tags"])
+    patches = [
+        json.loads(b) for m, p, _, b in requests if (m, p) == ("PATCH", f"/api/flow_runs/{fr}")
+    ]
+    assert not [p for p in patches if "name" in p or p.get("tags")], patches
+    assert sum(1 for _, p, _, _ in requests if p == "/api/admin/storage") <= 1  # Prefect's own
+
+    # Side by side: the progress bar's creation (as the run starts) and, at its end, the
+    # marker, steps and metrics tables, the plan page's and the progress bar's last versions
+    # (the progress bar's is sent at once instead if the step took over 5 s).
+    posts = sorted(
+        json.loads(body)["key"].rsplit("-", 1)[-1]
+        for m, _, thread, body in requests
+        if thread == "waymark-send" and m == "POST"
+    )
+    assert posts == ["marker", "metrics", "progress", "steps"], posts
+    updates = [p for m, p, thread, _ in requests if thread == "waymark-send" and m == "PATCH"]
+    assert len(updates) in (1, 2) and all(p.startswith("/api/artifacts/") for p in updates)
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(UUID(fr))
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(fr)]))
+        )
+    assert run.name == created[0]["name"] and {"waymark", "plan:calls"} <= set(run.tags)
+    suffixes = sorted((a.key or "").rsplit("-", 1)[-1] for a in found)
+    assert len(found) == 5 and suffixes[1:] == ["marker", "metrics", "progress", "steps"]
+    assert next(a for a in found if (a.key or "").endswith("-progress")).data == 100.0
+
+
+def test_a_failed_send_is_logged_and_the_others_go_out(caplog: pytest.LogCaptureFixture) -> None:
+    from prefect_waymark.markers.concurrent_sends import Send, send_all, send_soon
+
+    calls: list[str] = []
+
+    def ok(name: str) -> Any:
+        return lambda client: calls.append(name)
+
+    def broken(client: Any) -> None:
+        calls.append("broken")
+        raise RuntimeError("the server said no")
+
+    log = logging.getLogger("test-sends")
+    send_soon(Send("progress not updated", ok("progress"), logging.WARNING), log)
+    with caplog.at_level(logging.WARNING, logger="test-sends"):
+        send_all([Send("marker not published", broken), Send("steps", ok("steps"))], log)
+    assert sorted(calls) == ["broken", "progress", "steps"]
+    errors = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "test-sends"]
+    assert errors == [(logging.ERROR, "marker not published: the server said no")]
