@@ -63,7 +63,7 @@ from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.ledger_handoff import handed_ledger
 from .next_start import next_reason, waiting_reason
-from .plan_input import check_until, load_plan_input
+from .plan_input import check_until, freeze_heap, load_plan_input, thaw_heap
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
@@ -110,9 +110,8 @@ def run_plan(
             ``<workdir>/.waymark/results``); given, it keeps the declared outputs too, and a
             workdir that lacks one restores it from there (run/output_store.py).
         lease_seconds: how long a step's in_progress hold lives without renewal.
-        markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md and
-            IMPLEMENTATION_LOG.md go (default: the workdir, i.e. beside the plan file unless
-            ``workdir`` moves it).
+        markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md, IMPLEMENTATION_LOG.md
+            go (default: the workdir, beside the plan file unless ``workdir`` moves it).
         publish_artifacts: create the marker, step-table and progress Prefect artifacts.
         review_wait_seconds: on any stop for review (a ref or contract conflict, an edited
             output, an action whose outcome is unknown, a lost result), pause this long for an
@@ -153,6 +152,7 @@ def run_plan(
     fr_id = flow_run.get_id()
     ledger = open_ledger(url)
     try:
+        freeze_heap(spec)  # a big plan's objects out of the collector's way (plan_input.py)
         refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
         if not checked:  # refuse before anything is recorded
             check_not_renamed(ledger, spec.plan_id, spec.source)
@@ -238,12 +238,12 @@ def run_plan(
         after_deployment_run(summary.result, end.message, ledger, spec.plan_id, logger)
         logger.info("%s", summary.text())
         if suspend is not None:  # a deployment's run: the process ends here, the worker is free
-            # A review stop waits review_wait_seconds; a wait for check-ins (no form: None)
-            # agent_wait_seconds.
+            # A review stop waits review_wait_seconds; a wait for check-ins agent_wait_seconds.
             wait = review_wait_seconds if suspend[1] is not None else agent_wait_seconds
             suspend_run(run, suspend, wait)
     finally:
         ledger.close()
+        thaw_heap(spec)
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
 
