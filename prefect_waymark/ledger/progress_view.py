@@ -115,43 +115,23 @@ def build_view(
         blockers = [d for d in deps if status_of[d] in _STOPS] if deps else []
         if st is None:  # most steps of a big plan: never run
             status = StepStatus.blocked if blockers else _PENDING
-            status_of[sid] = status
-            # Trusted values from a validated plan and ledger: no validation.
-            views[sid] = _step_view(
-                {
-                    "id": sid,
-                    "title": spec.title,
-                    "status": status,
-                    "owner": spec.owner,
-                    "branch": spec.branch,
-                    "milestone": spec.milestone,
-                    "depends_on": list(deps),
-                    "last_event_at": None,
-                    "attempts": 0,
-                    "error": None,
-                    "review_reason": None,
-                    "blocked_by": blockers,
-                    "definition_changed": False,
-                    "receipts": [],
-                    "open_actions": [],
-                    "skipped": None,
-                }
+            changed = False
+        else:
+            status = st.status
+            if status == StepStatus.blocked and st.blocked_on:
+                on = states.get(st.blocked_on)
+                if on is not None and on.status == _COMPLETED:  # what it waited for: done
+                    status = _PENDING
+            changed = bool(
+                status == "completed"
+                and st.skipped is None  # a skipped step has no result a new definition changes
+                and st.def_hash
+                and st.def_hash != hashes[sid]
             )
-            continue
-        status = st.status
-        if status == StepStatus.blocked and st.blocked_on:
-            on = states.get(st.blocked_on)
-            if on is not None and on.status == _COMPLETED:  # what it waited for: done
-                status = _PENDING
-        changed = bool(
-            status == "completed"
-            and st.skipped is None  # a skipped step has no result a new definition would change
-            and st.def_hash
-            and st.def_hash != hashes[sid]
-        )
-        if status == _PENDING and blockers:
-            status = StepStatus.blocked
+            if status == _PENDING and blockers:
+                status = StepStatus.blocked
         status_of[sid] = status
+        # Trusted values from a validated plan and ledger: no validation.
         views[sid] = _step_view(
             {
                 "id": sid,
@@ -161,15 +141,15 @@ def build_view(
                 "branch": spec.branch,
                 "milestone": spec.milestone,
                 "depends_on": list(deps),
-                "last_event_at": st.last_at,
-                "attempts": st.attempts,
-                "error": st.error,
-                "review_reason": st.review_reason,
+                "last_event_at": st.last_at if st else None,
+                "attempts": st.attempts if st else 0,
+                "error": st.error if st else None,
+                "review_reason": st.review_reason if st else None,
                 "blocked_by": blockers,
                 "definition_changed": changed,
-                "receipts": list(st.receipts),
-                "open_actions": list(st.open_actions.values()),
-                "skipped": st.skipped,
+                "receipts": list(st.receipts) if st else [],
+                "open_actions": list(st.open_actions.values()) if st else [],
+                "skipped": st.skipped if st else None,
             }
         )
     ordered = [views[s.id] for s in plan.steps]
