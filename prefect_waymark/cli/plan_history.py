@@ -44,9 +44,11 @@ def rerun(
             )
         except (TransitionError, PlanClosedError) as exc:  # closed meanwhile
             fail(str(exc))
-        action = spec.step(step).action  # a receipt of a renamed action is another action's
+        # A receipt of a renamed `action:` is another action's; a code step's actions are
+        # named in its code (`@action(...)`), so each receipt of it counts.
+        action = spec.step(step).action
         rows = led.receipts(spec.plan_id, step)
-        applied = [r for r in rows if r.state == "applied" and r.action == action]
+        applied = [r for r in rows if r.state == "applied" and action in (None, r.action)]
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
     by_hand = spec.step(step).checked_in  # an agent's or a person's step: told, not skipped
     for r in applied:
