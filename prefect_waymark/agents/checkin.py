@@ -19,6 +19,7 @@ from ..errors import BranchBusyError, CheckinError, CheckinStopped
 from ..guards.base import Verdict
 from ..ledger import Ledger
 from ..ledger.events import EventKind
+from ..ledger.receipt_records import ReceiptRecord
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..review.gate import ReviewGate
@@ -193,15 +194,19 @@ def require_holder(
         )
 
 
-def action_done_before(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> str | None:
-    """The step's action's committed receipt in words, if it was done already (before a
-    ``waymark rerun``)."""
+def applied_receipts(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> list[ReceiptRecord]:
+    """The committed receipts of the step's ``action`` as it is named now (a renamed action is
+    another): it was done already, before a ``waymark rerun``."""
     if step.action is None:
-        return None
-    for r in ledger.receipts(plan.plan_id, step.id):
-        if r.state == "applied" and r.action == step.action:  # a renamed action is another
-            return r.applied_words()
-    return None
+        return []
+    rows = ledger.receipts(plan.plan_id, step.id)
+    return [r for r in rows if r.state == "applied" and r.action == step.action]
+
+
+def action_done_before(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> str | None:
+    """The step's action's committed receipt in words, if it was done already."""
+    found = applied_receipts(ledger, plan, step)
+    return found[0].applied_words() if found else None
 
 
 def fail_step(plan: PlanSpec, ledger: Ledger, step_id: str, executor: str, reason: str) -> None:

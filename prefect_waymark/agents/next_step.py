@@ -21,7 +21,14 @@ from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..run import exit_codes
 from .anchor import reanchor
-from .checkin import CheckinStopped, _stop, acceptance_ids, agent_run_id, refused_before
+from .checkin import (
+    CheckinStopped,
+    _stop,
+    acceptance_ids,
+    agent_run_id,
+    applied_receipts,
+    refused_before,
+)
 
 __all__ = ["SCHEMA", "next_document"]
 
@@ -173,12 +180,8 @@ def _step_doc(
 def _receipts(plan: PlanSpec, ledger: Ledger, step: StepSpec) -> list[dict[str, Any]]:
     """The step's action, done already: its committed receipts (an earlier executor's, before a
     ``waymark rerun``) — the action is not done again, ``done`` completes the step on them."""
-    if step.action is None:
-        return []
     out = []
-    for r in ledger.receipts(plan.plan_id, step.id):
-        if r.state != "applied" or r.action != step.action:  # a renamed action is another
-            continue
+    for r in applied_receipts(ledger, plan, step):
         note = (
             f"{r.applied_words()} (receipt {r.key}): do not do it again; `done` completes the "
             "step on this receipt"
