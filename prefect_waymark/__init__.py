@@ -1,7 +1,8 @@
 """prefect-waymark: resumable multi-week plans on Prefect 3.
 
-Importing this package is cheap (Prefect imports it when it looks up block types): the Prefect
-flow and tasks load only when :func:`run_plan` or the ``flows``/``tasks`` packages are used.
+Importing this package is cheap (Prefect imports it when it looks up block types, and every
+``waymark`` command imports it first): only the errors load with it; the models, the plan loader
+and the Prefect flow and tasks load on first use of a name that needs them.
 """
 
 from __future__ import annotations
@@ -46,19 +47,14 @@ from .errors import (
     UnwritablePathError,
     WaymarkError,
 )
-from .ledger.events import EventKind, ProgressEvent
-from .models import (
-    ActionReceipt,
-    ContractItem,
-    GoalContract,
-    StepStatus,
-)
-from .plan.builder import Plan
-from .plan.loader import load_plan, validate_plan_data
-from .plan.spec import PlanSpec, StepSpec
 
 if TYPE_CHECKING:
     from .flows.run_plan import run_plan
+    from .ledger.events import EventKind, ProgressEvent
+    from .models import ActionReceipt, ContractItem, GoalContract, StepStatus
+    from .plan.builder import Plan
+    from .plan.loader import load_plan, validate_plan_data
+    from .plan.spec import PlanSpec, StepSpec
     from .tasks.step_context import StepContext
 
 __version__ = "0.2.0"
@@ -115,16 +111,39 @@ __all__ = [
 ]
 
 
+#: Where each public name that is not an error lives: loaded on first use, so ``import
+#: prefect_waymark`` (and every ``waymark`` command, whose modules sit in this package) costs
+#: the errors module only, not the plan and ledger models (~0.15 s of pydantic class builds).
+_LAZY = {
+    "ActionReceipt": ".models",
+    "ContractItem": ".models",
+    "GoalContract": ".models",
+    "StepStatus": ".models",
+    "EventKind": ".ledger.events",
+    "ProgressEvent": ".ledger.events",
+    "Plan": ".plan.builder",
+    "load_plan": ".plan.loader",
+    "validate_plan_data": ".plan.loader",
+    "PlanSpec": ".plan.spec",
+    "StepSpec": ".plan.spec",
+    "run_plan": ".flows.run_plan",
+    "StepContext": ".tasks.step_context",
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name == "run_plan":
-        from .flows.run_plan import run_plan
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'prefect_waymark' has no attribute {name!r}")
+    from importlib import import_module
 
-        return run_plan
-    if name == "StepContext":
-        from .tasks.step_context import StepContext
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # once: later lookups are plain module attributes
+    return value
 
-        return StepContext
-    raise AttributeError(f"module 'prefect_waymark' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 # Prefect imports this package through the ``prefect.collections`` entry point to find block

@@ -159,8 +159,30 @@ def test_opening_a_ledger_keeps_its_tables_out_of_the_users_metadata(tmp_path: A
     assert json.loads(proc.stdout) == []
 
 
+def test_a_bare_import_loads_the_errors_only() -> None:
+    """``import prefect_waymark`` (every ``waymark`` command's first import) builds no pydantic
+    model: the models, the loader and the ledger's events load on first use of their names."""
+    code = (
+        "import json, sys\n"
+        "import prefect_waymark\n"
+        "print(json.dumps(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('pydantic', 'yaml') or m.startswith('prefect_waymark.'))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert json.loads(proc.stdout) == ["prefect_waymark.errors"]
+
+
 def test_lazy_members_resolve() -> None:
-    """run_plan and StepContext load Prefect on first use, and are the real objects."""
+    """Every name of ``__all__`` that is not an error loads on first use, and is the real
+    object of the module that defines it; run_plan and StepContext load Prefect then."""
+    lazy = prefect_waymark._LAZY
+    assert set(lazy) <= set(prefect_waymark.__all__)
+    for name, module in lazy.items():
+        assert getattr(prefect_waymark, name) is getattr(
+            importlib.import_module(module, "prefect_waymark"), name
+        ), name
     from prefect_waymark.flows.run_plan import run_plan
     from prefect_waymark.tasks.step_context import StepContext
 

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import gc
+import sys
+
 from .app import app
 
-__all__ = ["app", "main"]
+__all__ = ["READ_COMMANDS", "app", "main"]
+
+#: Commands that read, print and exit. They run with the cyclic garbage collector off: each of
+#: its passes walks every object a big plan loaded (~1 million for 10,000 steps: ~0.1 s of a
+#: 0.6 s ``waymark status``), to free almost nothing before the process ends anyway.
+READ_COMMANDS = frozenset({"status", "validate", "schema"})
 
 
 def main() -> None:
+    """The ``waymark`` console script."""
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    if command in READ_COMMANDS:
+        gc.disable()
     app()

@@ -316,7 +316,9 @@ except SystemExit as exc:
 loaded = sorted(m for m in sys.modules if m == "prefect" or m.startswith("prefect."))
 heavy = sorted(m for m in ("sqlalchemy", "sqlmodel", "prefect_waymark.ledger._tables",
                            "prefect_waymark.flows", "prefect_waymark.tasks") if m in sys.modules)
-print("\\nPROBE " + json.dumps({"code": code, "prefect": loaded, "heavy": heavy}))
+import gc
+print("\\nPROBE " + json.dumps({"code": code, "prefect": loaded, "heavy": heavy,
+                                 "gc": gc.isenabled()}))
 """
 
 
@@ -348,9 +350,21 @@ def test_status_validate_and_schema_never_import_prefect(busy_plan: Path, pg_url
         assert result["prefect"] == [], (args, result["prefect"])
         assert "prefect_waymark.flows" not in result["heavy"]
         assert "prefect_waymark.tasks" not in result["heavy"]
+        assert result["gc"] is False, args  # read commands: no collector passes (cli/__init__)
     # Plain status on SQLite does not even load SQLAlchemy (it is the bulk of its start-up).
     assert probe("status", str(busy_plan), "--json")["heavy"] == []
     assert probe("validate", str(busy_plan))["heavy"] == []
+
+
+def test_commands_that_are_not_reads_keep_the_garbage_collector(busy_plan: Path) -> None:
+    """Only ``status``, ``validate`` and ``schema`` turn the collector off; a run, a receipt
+    lookup or a replay (which may run long) keep it, whatever their options look like."""
+    for args in (
+        ("replay", str(busy_plan), "--json"),
+        ("receipt", str(busy_plan), "--help"),
+        ("--help",),
+    ):
+        assert probe(*args)["gc"] is True, args
 
 
 def test_status_does_not_need_a_prefect_server(busy_plan: Path) -> None:

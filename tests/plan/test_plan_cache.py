@@ -157,3 +157,37 @@ def test_no_home_folder_costs_the_cache_not_the_command(
     assert load_plan(plan).plan_id == "big"
     small = write_plan(tmp_path / "s", _plan(2))
     assert load_plan(small).plan_id == "big"
+
+
+def test_a_cached_read_leaves_the_garbage_collector_as_it_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collector is off while a cached plan is unpickled, then back as it was: on in a run
+    (a worker's collector keeps working), off where the caller turned it off."""
+    import gc
+
+    plan = write_plan(tmp_path / "w", _plan())
+    monkeypatch.setenv("WAYMARK_PLAN_CACHE", str(tmp_path / "cache"))
+    load_plan(plan)  # validated and kept
+    seen: list[bool] = []
+    real_load = pickle.load
+
+    def watching_load(fh: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_load(fh)
+
+    from prefect_waymark.plan import loader
+
+    monkeypatch.setattr(plan_cache.pickle, "load", watching_load)
+    assert gc.isenabled()
+    loader._PARSED.clear()  # this process's own copy: the next load reads the cache
+    assert load_plan(plan).plan_id == "big"
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        loader._PARSED.clear()
+        assert load_plan(plan).plan_id == "big"
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen == [False, False]  # both loads came from the cache, the collector off
