@@ -164,7 +164,7 @@ class PlanLoop(StepRecords):
         started = 0
         open_steps: list[str] | None = None  # not completed, needs done, when last looked at
         while True:
-            review_stop = any(v == "needs_review" for v in self.status.values())
+            review_stop = "needs_review" in self.status.values()  # a C loop: every pass
             review_stop = review_stop or self._closed is not None  # launch nothing more
             waiting = False
             launches: list[tuple[str, Launch]] = []
