@@ -1,8 +1,8 @@
 """prefect-waymark: resumable multi-week plans on Prefect 3.
 
-Importing this package is cheap (Prefect imports it when it looks up block types, and every
-``waymark`` command imports it first): only the errors load with it; the models, the plan loader
-and the Prefect flow and tasks load on first use of a name that needs them.
+Importing this package is cheap (Prefect imports it when it looks up block types): only the
+errors load with it; the models, the plan loader, the ledger's events and the Prefect flow and
+tasks load on first use of a name that needs them, and a subpackage on first use of its name.
 """
 
 from __future__ import annotations
@@ -111,9 +111,9 @@ __all__ = [
 ]
 
 
-#: Where each public name that is not an error lives: loaded on first use, so ``import
-#: prefect_waymark`` (and every ``waymark`` command, whose modules sit in this package) costs
-#: the errors module only, not the plan and ledger models (~0.15 s of pydantic class builds).
+#: Where each public name that is not an error lives: loaded on first use, so a bare ``import
+#: prefect_waymark`` costs the errors module only, not pydantic and the plan and ledger models
+#: (~0.15 s of class builds; the ``waymark`` commands import what they use themselves).
 _LAZY = {
     "ActionReceipt": ".models",
     "ContractItem": ".models",
@@ -132,14 +132,17 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'prefect_waymark' has no attribute {name!r}")
     from importlib import import_module
+    from importlib.util import find_spec
 
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value  # once: later lookups are plain module attributes
-    return value
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(import_module(module, __name__), name)
+        globals()[name] = value  # once: later lookups are plain module attributes
+        return value
+    if name.isidentifier() and not name.startswith("_") and find_spec(f"{__name__}.{name}"):
+        return import_module(f".{name}", __name__)  # ``prefect_waymark.models`` and the like
+    raise AttributeError(f"module 'prefect_waymark' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

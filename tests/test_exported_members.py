@@ -167,11 +167,16 @@ def test_a_bare_import_loads_the_errors_only() -> None:
         "import prefect_waymark\n"
         "print(json.dumps(sorted(m for m in sys.modules"
         " if m.split('.')[0] in ('pydantic', 'yaml') or m.startswith('prefect_waymark.'))))\n"
+        "print(prefect_waymark.plan.__name__, prefect_waymark.models.__name__,"
+        " hasattr(prefect_waymark, 'no_such_module'))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert json.loads(proc.stdout) == ["prefect_waymark.errors"]
+    loaded, subpackages = proc.stdout.splitlines()
+    assert json.loads(loaded) == ["prefect_waymark.errors"]
+    # A subpackage is still an attribute of the package, as with the eager imports before.
+    assert subpackages == "prefect_waymark.plan prefect_waymark.models False"
 
 
 def test_lazy_members_resolve() -> None:

@@ -36,17 +36,20 @@ def load_plan_input(plan: str | dict[str, Any] | PlanSpec, workdir: str | None) 
 
 
 def freeze_heap(spec: PlanSpec) -> None:
-    """At the start of a run (its plan loaded): freeze the heap until
-    :func:`thaw_heap` at the run's end."""
+    """At the start of a run (its plan loaded): freeze the heap until :func:`thaw_heap` at the
+    run's end. Only the first of overlapping runs freezes (a sub-plan's run inside its parent's,
+    runs on a worker's threads): a later one would freeze the garbage the others made since,
+    and while runs kept overlapping the collector would never free any of it."""
     if len(spec.steps) >= FREEZE_MIN_STEPS:
         with _frozen_lock:
             _frozen[0] += 1
-            gc.freeze()
+            if _frozen[0] == 1:
+                gc.freeze()
 
 
 def thaw_heap(spec: PlanSpec) -> None:
-    """At the end of the run of ``spec`` (a big plan): when no other run of this process holds
-    the heap frozen, its objects go back to the collector (a long-lived worker frees them)."""
+    """At the end of the run of ``spec``: when no other run of this process holds the heap
+    frozen, its objects go back to the collector (a long-lived worker frees them)."""
     if len(spec.steps) < FREEZE_MIN_STEPS:
         return
     with _frozen_lock:

@@ -196,7 +196,7 @@ class PlanLoop(StepRecords):
                         break
                     if launch is None:
                         waiting = waiting or branch in busy_until
-                        if any(v == "needs_review" for v in self.status.values()):
+                        if "needs_review" in self.status.values():
                             break
                         continue
                     launches.append((sid, launch))

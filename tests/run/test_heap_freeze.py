@@ -50,7 +50,11 @@ def test_a_run_freezes_the_heap_and_thaws_it_at_its_end(
 def test_nested_runs_thaw_once_the_last_one_ends(tmp_path: Path) -> None:
     big = load_plan(_plan(tmp_path, FREEZE_MIN_STEPS))
     freeze_heap(big)
+    first = gc.get_freeze_count()
+    made_since = [[i] for i in range(1000)]  # objects (or garbage) of the outer run
     freeze_heap(big)  # a sub-plan's run inside the first
+    assert gc.get_freeze_count() == first, "the inner run froze the outer run's objects"
+    del made_since
     thaw_heap(big)
     assert gc.get_freeze_count() > 0  # the outer run still holds it
     thaw_heap(big)
