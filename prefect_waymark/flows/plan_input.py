@@ -13,12 +13,12 @@ from ..plan.spec import PlanSpec
 
 __all__ = ["FREEZE_MIN_STEPS", "check_until", "freeze_heap", "load_plan_input", "thaw_heap"]
 
-#: From this many steps (every plan) a run moves the objects alive after its plan's load out of
-#: the garbage collector's way until it ends (:func:`gc.freeze`): Prefect's and this package's
-#: modules, and the plan — a 10,000-step plan is ~10^6 objects that every full collection walked
-#: again (0.4–0.7 s of a 5-step run, ~0.1 s frozen); on a 200-step chain of no-op steps the
-#: run's CPU went from 1.38x–1.41x plain Prefect's to 1.25x–1.28x (bench_resume, side by side).
-FREEZE_MIN_STEPS = 1
+#: From this many steps a run moves the objects alive after its plan's load out of the garbage
+#: collector's way until it ends (:func:`gc.freeze`): a 10,000-step plan is ~10^6 objects that
+#: every full collection walked again (0.4–0.7 s of a 5-step run, ~0.1 s frozen). Every run
+#: froze for a while: on a 200-step chain its CPU against plain Prefect's was the same either
+#: way (1.30x–1.40x, three pairs of bench_resume runs), so small plans leave the collector be.
+FREEZE_MIN_STEPS = 1000
 _frozen = [0]  # runs of this process holding the heap frozen (sub-plans, threads)
 _frozen_lock = threading.Lock()
 
@@ -36,10 +36,10 @@ def load_plan_input(plan: str | dict[str, Any] | PlanSpec, workdir: str | None) 
 
 
 def freeze_heap(spec: PlanSpec) -> None:
-    """At the start of a run (its plan loaded): freeze the heap until :func:`thaw_heap` at the
-    run's end. Only the first of overlapping runs freezes (a sub-plan's run inside its parent's,
-    runs on a worker's threads): a later one would freeze the garbage the others made since,
-    and while runs kept overlapping the collector would never free any of it."""
+    """At the start of the run of a big plan (its objects loaded): freeze the heap until
+    :func:`thaw_heap` at the run's end. Only the first of overlapping runs freezes (a
+    sub-plan's run inside its parent's, runs on a worker's threads): a later one would freeze
+    the garbage the others made since, never freed while runs kept overlapping."""
     if len(spec.steps) >= FREEZE_MIN_STEPS:
         with _frozen_lock:
             _frozen[0] += 1

@@ -152,7 +152,7 @@ def run_plan(
     fr_id = flow_run.get_id()
     ledger = open_ledger(url)
     try:
-        freeze_heap(spec)  # the objects alive now out of the collector's way (plan_input.py)
+        freeze_heap(spec)  # a big plan's objects out of the collector's way (plan_input.py)
         refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
         if not checked:  # refuse before anything is recorded
             check_not_renamed(ledger, spec.plan_id, spec.source)
