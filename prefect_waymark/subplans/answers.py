@@ -95,7 +95,7 @@ def settle_answered_subplans(ledger: Ledger, parent: PlanSpec, run_id: str) -> l
     """At a parent run's start: a parent step stopped for its sub-plan's review whose listed
     stops were all answered on the sub-plan is accepted, so the step runs (and the sub-plan
     resumes) in this run. Returns the steps accepted."""
-    steps = [s for s in parent.steps if s.plan is not None and s.subplan_spec is not None]
+    steps = [s for s in parent.steps if s.subplan_spec is not None]
     if not steps:
         return []
     states = ledger.step_states(parent.plan_id)
