@@ -73,10 +73,14 @@ class DbapiResult:
     def __init__(self, cur: sqlite3.Cursor) -> None:
         self._cur = cur
         self.rowcount = cur.rowcount
-        self._row = _row_type(tuple(d[0] for d in cur.description)) if cur.description else None
+        self._row: type | None = None  # the row class, made when a row is first read
 
     def _make(self, raw: tuple[Any, ...] | None) -> Any:
-        return None if raw is None or self._row is None else self._row(*raw)
+        if raw is None:
+            return None
+        if self._row is None:
+            self._row = _row_type(tuple(d[0] for d in self._cur.description))
+        return self._row(*raw)
 
     def first(self) -> Any:
         row = self._make(self._cur.fetchone())
@@ -105,11 +109,13 @@ class DbapiConnection:
         self._raw = raw
 
     def execute(self, stmt: Executable, params: Mapping[str, Any] | None = None) -> DbapiResult:
-        values = dict(params or {})
+        values = params or {}
         compiled = _compiled(stmt, tuple(values))
-        for name, process in compiled.processors.items():
-            if name in values:
-                values[name] = process(values[name])
+        if compiled.processors:  # a copy only where a value is converted (a float column)
+            values = dict(values)
+            for name, process in compiled.processors.items():
+                if name in values:
+                    values[name] = process(values[name])
         return DbapiResult(self._raw.execute(compiled.sql, values))
 
 

@@ -104,8 +104,12 @@ def event_values(ev: ProgressEvent) -> dict[str, Any]:
         "kind": EventKind(ev.kind).value,
         "run_id": ev.run_id,
         "at": ev.at.isoformat(),
-        "data": json.dumps(ev.data, default=str, sort_keys=True),
+        "data": _DATA_JSON(ev.data),
     }
+
+
+# ``json.dumps(data, default=str, sort_keys=True)`` with its encoder made once, not per event.
+_DATA_JSON = json.JSONEncoder(default=str, sort_keys=True).encode
 
 
 def kind_names(kinds: Iterable[EventKind | str]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -35,7 +36,15 @@ from .schema import (
     kind_names,
     states_by_step,
 )
-from .step_state import StepState, apply_event, check_transition
+from .step_state import (
+    StepState,
+    apply_event,
+    apply_to_fields,
+    check_status_transition,
+    fields_from_json,
+    fields_json,
+    new_fields,
+)
 from .upserts import insert_ignoring_conflict
 from .urls import check_ledger_url
 
@@ -237,7 +246,7 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
             raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
 
     def _append(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> ProgressEvent:
-        state: StepState | None = None
+        fields: dict[str, Any] | None = None
         key = {"p_plan": ev.plan_id, "p_step": ev.step_id}
         if ev.kind in STEP_EVENT_KINDS:
             if ev.step_id is None:
@@ -253,23 +262,31 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                 # Our own placeholder (locked by this transaction until it ends) is empty; only
                 # when a concurrent first event inserted it first is there a state to re-read.
                 row = None if claimed else conn.execute(_STEP_STATE, key).first()
-            state = StepState.model_validate_json(row.state) if row and row.state else None
-            check_transition(state, ev)
+            # The step's state as plain fields (no model): parsed, checked, folded, written.
+            if row and row.state:
+                fields = fields_from_json(row.state, ev.step_id)
+            status = fields["status"] if fields is not None else None
+            check_status_transition(status, ev)
             if ev.kind in RELEASE_EVENT_KINDS or (
                 ev.kind in (EventKind.step_needs_review, EventKind.step_blocked)
-                and state is not None
-                and state.status == "in_progress"
+                and status == "in_progress"
             ):
-                self._release_hold(conn, ev, state)
+                self._release_hold(conn, ev, fields["branch"] if fields is not None else None)
         if ev.kind in GUARDED_KINDS:  # renamed away, or closed: one indexed lookup
             # Last, after the hold, the step row and (for an intent) the receipt row: on
             # PostgreSQL a rename's or a close's table locks have ordered us after it by now.
             refuse_if_stopped(conn, ev.plan_id, ev.kind)
-        seq = conn.execute(_INSERT_EVENT, event_values(ev)).scalar_one()
+        values = event_values(ev)
+        seq = conn.execute(_INSERT_EVENT, values).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
         if ev.kind in STEP_EVENT_KINDS:
-            blob = apply_event(state, stored).model_dump_json()
-            conn.execute(_UPDATE_STEP, {**key, "last_seq": seq, "state": blob})
+            # Folded from the event as stored (its data read back from the row's JSON), so the
+            # projection is what a rebuild from the events gives.
+            if fields is None:
+                fields = new_fields(ev.step_id or "")
+            at = values["at"]
+            apply_to_fields(fields, ev.kind, at, ev.branch, ev.run_id, json.loads(values["data"]))
+            conn.execute(_UPDATE_STEP, {**key, "last_seq": seq, "state": fields_json(fields)})
         return stored
 
     def _take_hold(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> None:
@@ -303,8 +320,8 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                 holder.run_id if holder else "?",
             )
 
-    def _release_hold(self, conn: Connection, ev: ProgressEvent, state: StepState | None) -> None:
-        branch = ev.branch or (state.branch if state else None) or "main"
+    def _release_hold(self, conn: Connection, ev: ProgressEvent, state_branch: str | None) -> None:
+        branch = ev.branch or state_branch or "main"
         owner = ev.data.get("dead_run") if ev.kind == EventKind.step_interrupted else ev.run_id
         deleted = conn.execute(
             _RELEASE_HOLD,

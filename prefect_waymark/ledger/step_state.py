@@ -3,6 +3,7 @@ on every append and :meth:`Ledger.rebuild` applies them to the whole event histo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -11,7 +12,16 @@ from ..errors import TransitionError
 from ..models import StepStatus
 from .events import ACTION_EVENT_KINDS, EventKind, ProgressEvent
 
-__all__ = ["StepState", "apply_event", "check_transition"]
+__all__ = [
+    "StepState",
+    "apply_event",
+    "apply_to_fields",
+    "check_status_transition",
+    "check_transition",
+    "fields_from_json",
+    "fields_json",
+    "new_fields",
+]
 
 # Which statuses each event may follow. ``None`` means any status.
 _ALLOWED_FROM: dict[EventKind, frozenset[str] | None] = {
@@ -79,8 +89,13 @@ class StepState(BaseModel):
 
 def check_transition(state: StepState | None, event: ProgressEvent) -> None:
     """Raise :class:`TransitionError` if ``event`` may not follow the step's current status."""
+    check_status_transition(state.status if state is not None else None, event)
+
+
+def check_status_transition(status: str | None, event: ProgressEvent) -> None:
+    """:func:`check_transition` for a step whose status is ``status`` (``None``: no events)."""
     allowed = _ALLOWED_FROM.get(event.kind)
-    current = state.status if state is not None else StepStatus.pending
+    current = StepStatus(status) if status is not None else StepStatus.pending
     if allowed is not None and current not in allowed:
         wanted = event.kind.removeprefix("step_")
         raise TransitionError(
@@ -89,129 +104,178 @@ def check_transition(state: StepState | None, event: ProgressEvent) -> None:
 
 
 def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
-    """Return the step's state after ``event``."""
-    if state is None:
-        s = StepState(step_id=event.step_id or "")
-    else:  # a shallow copy with fresh containers: ~10x cheaper than a deep copy
-        s = state.model_copy(
-            update={
-                "review_data": dict(state.review_data),
-                "outputs": dict(state.outputs),
-                "receipts": [dict(r) for r in state.receipts],
-                "open_actions": {k: dict(v) for k, v in state.open_actions.items()},
-            }
-        )
-    d = event.data
-    s.last_event = event.kind.value
-    s.last_at = event.at.isoformat()
-    if event.branch is not None:
-        s.branch = event.branch
-    kind = event.kind
+    """Return the step's state after ``event`` (the fold of :func:`apply_to_fields`)."""
+    fields = state.model_dump() if state is not None else new_fields(event.step_id or "")
+    apply_to_fields(
+        fields, event.kind, event.at.isoformat(), event.branch, event.run_id, event.data
+    )
+    return StepState.model_validate(fields)
+
+
+def new_fields(step_id: str) -> dict[str, Any]:
+    """The fields of a step with no events yet, as :meth:`StepState.model_dump` gives them
+    (fresh containers: :func:`apply_to_fields` changes them in place)."""
+    defaults, containers = _defaults()
+    fields = defaults.copy()
+    for name, empty in containers:
+        fields[name] = empty.copy()
+    fields["step_id"] = step_id
+    return fields
+
+
+def fields_from_json(text: str, step_id: str) -> dict[str, Any]:
+    """A projection row's ``state`` as fields; a row an older version wrote may lack a newer
+    field: it gets the default (a new row's fields come first, in the model's order)."""
+    fields: dict[str, Any] = json.loads(text)
+    if fields.keys() != _defaults()[0].keys():
+        fields = new_fields(step_id) | fields
+    return fields
+
+
+_DEFAULTS: tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None = None
+
+
+def _defaults() -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]]:
+    """A new step's fields (JSON values) and the names of its container fields, made once."""
+    global _DEFAULTS
+    if _DEFAULTS is None:
+        defaults = StepState(step_id="").model_dump(mode="json")
+        containers = tuple((k, v) for k, v in defaults.items() if isinstance(v, dict | list))
+        _DEFAULTS = defaults, containers
+    return _DEFAULTS
+
+
+def fields_json(fields: dict[str, Any]) -> str:
+    """Fields as a projection row's ``state``: compact JSON, as ``model_dump_json`` writes it."""
+    return _ENCODE(fields)
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
+def apply_to_fields(
+    s: dict[str, Any],
+    kind: EventKind,
+    at: str,
+    branch: str | None,
+    run_id: str | None,
+    d: dict[str, Any],
+) -> None:
+    """Fold one event (its kind, ISO time, branch, run and ``data``) into a step's fields, in
+    place: the one definition of what each event does to a step, for the ledger's appends
+    (plain fields, no model) and for :func:`apply_event` (rebuilds, replays)."""
+    s["last_event"] = kind.value
+    s["last_at"] = at
+    if branch is not None:
+        s["branch"] = branch
     if kind == EventKind.step_started:
-        s.status = StepStatus.in_progress
-        s.run_id = event.run_id
-        s.attempts = 0
-        s.error = None
-        s.review_reason = None
-        s.review_data = {}
-        s.def_hash = d.get("def_hash", s.def_hash)
-        s.result_key = d.get("result_key", s.result_key)
-        s.blocked_on = None
+        s["status"] = "in_progress"
+        s["run_id"] = run_id
+        s["attempts"] = 0
+        s["error"] = None
+        s["review_reason"] = None
+        s["review_data"] = {}
+        s["def_hash"] = d.get("def_hash", s["def_hash"])
+        s["result_key"] = d.get("result_key", s["result_key"])
+        s["blocked_on"] = None
     elif kind == EventKind.step_attempt_failed:
-        s.attempts = int(d.get("attempt", s.attempts + 1))
-        s.error = d.get("error")
-        s.output_tail = d.get("output_tail", s.output_tail)
+        s["attempts"] = int(d.get("attempt", s["attempts"] + 1))
+        s["error"] = d.get("error")
+        s["output_tail"] = d.get("output_tail", s["output_tail"])
     elif kind == EventKind.step_completed:
-        s.status = StepStatus.completed
-        s.cached = bool(d.get("cached", False))
-        s.attempts = int(d.get("attempts", s.attempts + (0 if s.cached else 1)))
-        s.def_hash = d.get("def_hash", s.def_hash)
-        s.result_key = d.get("result_key", s.result_key)
-        s.completed_at = event.at.isoformat()
-        s.error = None
-        s.output_tail = d.get("output_tail", s.output_tail)
-        s.outputs = dict(d.get("outputs", {}))
-        s.executor = d.get("executor")
-        s.evidence = dict(d.get("evidence") or {})
-        s.workdir = d.get("workdir")
-        s.blocked_on = None
-        s.skipped = None
+        s["status"] = "completed"
+        s["cached"] = cached = bool(d.get("cached", False))
+        s["attempts"] = int(d.get("attempts", s["attempts"] + (0 if cached else 1)))
+        s["def_hash"] = d.get("def_hash", s["def_hash"])
+        s["result_key"] = d.get("result_key", s["result_key"])
+        s["completed_at"] = at
+        s["error"] = None
+        s["output_tail"] = d.get("output_tail", s["output_tail"])
+        s["outputs"] = dict(d.get("outputs", {}))
+        s["executor"] = d.get("executor")
+        s["evidence"] = dict(d.get("evidence") or {})
+        s["workdir"] = d.get("workdir")
+        s["blocked_on"] = None
+        s["skipped"] = None
     elif kind == EventKind.step_skipped:
-        s.status = StepStatus.completed
-        s.skipped = d.get("reason") or "skipped"
-        s.executor = d.get("by")
-        s.completed_at = event.at.isoformat()
-        s.result_key = None
-        s.outputs = {}
-        s.error = None
-        s.blocked_on = None
+        s["status"] = "completed"
+        s["skipped"] = d.get("reason") or "skipped"
+        s["executor"] = d.get("by")
+        s["completed_at"] = at
+        s["result_key"] = None
+        s["outputs"] = {}
+        s["error"] = None
+        s["blocked_on"] = None
     elif kind == EventKind.step_blocked:
-        s.status = StepStatus.blocked
-        s.blocked_on = d.get("on")
-        s.error = d.get("reason") or (f"blocked behind step {d['on']}" if d.get("on") else None)
+        s["status"] = "blocked"
+        s["blocked_on"] = d.get("on")
+        s["error"] = d.get("reason") or (f"blocked behind step {d['on']}" if d.get("on") else None)
     elif kind == EventKind.step_failed:
-        s.status = StepStatus.failed
-        s.attempts = int(d.get("attempts", s.attempts))
-        s.error = d.get("error")
-        s.output_tail = d.get("output_tail", s.output_tail)
+        s["status"] = "failed"
+        s["attempts"] = int(d.get("attempts", s["attempts"]))
+        s["error"] = d.get("error")
+        s["output_tail"] = d.get("output_tail", s["output_tail"])
     elif kind == EventKind.step_interrupted:
-        s.status = StepStatus.pending
-        s.interrupted += 1
-        s.error = d.get("reason")
+        s["status"] = "pending"
+        s["interrupted"] += 1
+        s["error"] = d.get("reason")
     elif kind == EventKind.step_needs_review:
         # A step stopped while in_progress has released its hold: accepting it means "pending".
-        in_progress = s.status == StepStatus.in_progress
-        s.status_before_review = StepStatus.pending if in_progress else s.status
-        s.status = StepStatus.needs_review
-        s.review_reason = d.get("reason")
-        s.review_data = dict(d.get("details", {}))
+        in_progress = s["status"] == "in_progress"
+        s["status_before_review"] = "pending" if in_progress else str(s["status"])
+        s["status"] = "needs_review"
+        s["review_reason"] = d.get("reason")
+        s["review_data"] = dict(d.get("details", {}))
     elif kind == EventKind.step_rerun_requested:
-        s.status = StepStatus.pending
-        s.generation += 1
-        s.review_reason = None
-        s.review_data = {}
-        s.cached = False
-        s.skipped = None
+        s["status"] = "pending"
+        s["generation"] += 1
+        s["review_reason"] = None
+        s["review_data"] = {}
+        s["cached"] = False
+        s["skipped"] = None
     elif kind == EventKind.step_review_accepted:
-        s.status = StepStatus(d.get("resume_status") or s.status_before_review or "pending")
+        s["status"] = str(
+            StepStatus(d.get("resume_status") or s["status_before_review"] or "pending")
+        )
         # Accepting an edited output accepts its current content as the step's output.
-        s.outputs.update(s.review_data.get("current_outputs", {}))
-        if s.review_data.get("result_key") and s.status == StepStatus.completed:
+        review_data = s["review_data"]
+        s["outputs"].update(review_data.get("current_outputs", {}))
+        if review_data.get("result_key") and s["status"] == "completed":
             # Accepting a lost result: the step stays completed without a value; a step that
             # needs the value stops again, and `waymark rerun` is the way to recompute it.
-            s.result_key = None
-        s.review_reason = None
-        s.review_data = {}
+            s["result_key"] = None
+        s["review_reason"] = None
+        s["review_data"] = {}
         if "def_hash" in d:
-            s.def_hash = d["def_hash"]
+            s["def_hash"] = d["def_hash"]
         if "outputs" in d:
-            s.outputs = dict(d["outputs"])
+            s["outputs"] = dict(d["outputs"])
     elif kind == EventKind.step_refused:
-        s.status = StepStatus.failed
-        s.error = d.get("reason")
+        s["status"] = "failed"
+        s["error"] = d.get("reason")
     elif kind in ACTION_EVENT_KINDS:
-        _apply_action(s, event)
-    return s
+        _apply_action(s, kind, at, run_id, d)
 
 
-def _apply_action(s: StepState, event: ProgressEvent) -> None:
+def _apply_action(
+    s: dict[str, Any], kind: EventKind, at: str, run_id: str | None, d: dict[str, Any]
+) -> None:
     """Intents are open until settled; only applied receipts are listed in ``receipts``."""
-    d = event.data
     key = str(d.get("key"))
-    if event.kind == EventKind.action_intent:
-        s.open_actions[key] = {
+    if kind == EventKind.action_intent:
+        s["open_actions"][key] = {
             "key": key,
             "action": d.get("action"),
-            "at": event.at.isoformat(),
-            "run_id": event.run_id,
+            "at": at,
+            "run_id": run_id,
             "by": d.get("by"),
         }
         return
-    s.open_actions.pop(key, None)
-    if event.kind == EventKind.action_applied:
+    s["open_actions"].pop(key, None)
+    if kind == EventKind.action_applied:
         receipt = {k: d.get(k) for k in _RECEIPT_FIELDS}
-        receipt["run_id"] = event.run_id
-        s.receipts = [r for r in s.receipts if r.get("key") != key] + [receipt]
+        receipt["run_id"] = run_id
+        s["receipts"] = [r for r in s["receipts"] if r.get("key") != key] + [receipt]
 
 
 _RECEIPT_FIELDS = (
