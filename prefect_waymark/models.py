@@ -34,11 +34,13 @@ class _ValueEnum(str, Enum):
     """A str enum that shows its bare value (``completed``), never ``StepStatus.completed``, in
     texts, markers and JSON (like Python 3.11's ``StrEnum``; this package supports 3.10)."""
 
+    # ``_value_`` (a plain attribute), not ``value`` (a descriptor): the views of a 10,000-step
+    # plan format a status ~20,000 times a run.
     def __str__(self) -> str:
-        return str(self.value)
+        return str(self._value_)
 
     def __format__(self, spec: str) -> str:
-        return str(self.value).__format__(spec)
+        return str(self._value_).__format__(spec)
 
 
 class StepStatus(_ValueEnum):

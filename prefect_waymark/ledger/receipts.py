@@ -70,6 +70,29 @@ def _intent(
     )
 
 
+def _set_synchronous(conn: Connection, level: str) -> None:
+    """``PRAGMA synchronous`` on a SQLite connection outside any transaction (its DBAPI
+    connection is in autocommit mode: the ledger issues BEGIN itself)."""
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    raw.execute(f"PRAGMA synchronous={level}")
+
+
+def _restore_synchronous(conn: Connection) -> None:
+    """Back to the ledger's ``NORMAL`` before the connection returns to the pool. A COMMIT that
+    failed may have left the transaction open (SQLite refuses the pragma inside one): rolled
+    back first; a connection that cannot be restored is dropped, never pooled at FULL. Never
+    raises: the transaction's own error, if any, is the one that counts."""
+    try:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        if raw.in_transaction:
+            raw.rollback()
+        raw.execute("PRAGMA synchronous=NORMAL")
+    except Exception:  # noqa: BLE001 - broken: the pool opens a fresh connection instead
+        conn.invalidate()
+
+
 def _keep_result(result: Any) -> Any:
     try:
         text = json.dumps(result, sort_keys=True)
@@ -125,7 +148,7 @@ class SqlReceipts(ReceiptStore):
             host=this_host(),
             pid=os.getpid(),
         )
-        with self._write() as conn:
+        with self._write(durable=True) as conn:
             refuse_if_renamed(conn, plan_id)  # never claim under an id renamed meanwhile
             if self._insert_new(conn, rec):
                 self._event(conn, rec, EventKind.action_intent, branch, run_id, claims=1)
@@ -183,7 +206,7 @@ class SqlReceipts(ReceiptStore):
         that has no row yet. An already applied key is never changed.
         """
         now = utcnow().isoformat()
-        with self._write() as conn:
+        with self._write(durable=True) as conn:
             row = conn.execute(select(_rc).where(_rc.c.key == key).with_for_update()).first()
             if row is None:
                 if token is not None or step is None:
@@ -242,10 +265,25 @@ class SqlReceipts(ReceiptStore):
 
     # -- helpers -------------------------------------------------------------------------
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def _write(self, *, durable: bool = False) -> Iterator[Connection]:
+        """One write transaction. ``durable``: its commit is on disk when it returns. SQLite
+        commits it with ``synchronous=FULL`` — the ledger's own ``NORMAL`` (WAL) survives a
+        killed process but not a power loss or an OS crash, which could take an intent back
+        after its effect happened and let the next run do the effect again; PostgreSQL with
+        ``synchronous_commit = on``, whatever the server, role or database sets."""
         try:
-            with self._engine.begin() as conn:
-                yield conn
+            with self._engine.connect() as conn:
+                full = durable and conn.dialect.name == "sqlite"
+                if full:
+                    _set_synchronous(conn, "FULL")
+                try:
+                    with conn.begin():
+                        if durable and conn.dialect.name == "postgresql":
+                            conn.exec_driver_sql("SET LOCAL synchronous_commit = on")
+                        yield conn
+                finally:
+                    if full:
+                        _restore_synchronous(conn)
         except OperationalError as exc:
             raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
 

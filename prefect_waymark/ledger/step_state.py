@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, Field
+from pydantic_core import to_json
 
 from ..errors import TransitionError
 from ..models import StepStatus
@@ -104,12 +105,22 @@ def check_status_transition(status: str | None, event: ProgressEvent) -> None:
 
 
 def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
-    """Return the step's state after ``event`` (the fold of :func:`apply_to_fields`)."""
-    fields = state.model_dump() if state is not None else new_fields(event.step_id or "")
-    apply_to_fields(
-        fields, event.kind, event.at.isoformat(), event.branch, event.run_id, event.data
-    )
-    return StepState.model_validate(fields)
+    """Return the step's state after ``event`` (the fold of :func:`apply_to_fields`). Not
+    validated, as the ledger's appends are not: a rebuild never fails on an odd old value."""
+    if state is None:
+        fields = new_fields(event.step_id or "")
+    else:  # a shallow copy with fresh containers: apply_to_fields changes some in place
+        fields = dict(state.__dict__)
+        fields["review_data"] = dict(state.review_data)
+        fields["outputs"] = dict(state.outputs)
+        fields["receipts"] = [dict(r) for r in state.receipts]
+        fields["open_actions"] = {k: dict(v) for k, v in state.open_actions.items()}
+    at = event.at.isoformat()
+    apply_to_fields(fields, event.kind, at, event.branch, event.run_id, event.data)
+    fields["status"] = StepStatus(fields["status"])
+    if fields["status_before_review"] is not None:
+        fields["status_before_review"] = StepStatus(fields["status_before_review"])
+    return StepState.model_construct(**fields)
 
 
 def new_fields(step_id: str) -> dict[str, Any]:
@@ -127,8 +138,9 @@ def fields_from_json(text: str, step_id: str) -> dict[str, Any]:
     """A projection row's ``state`` as fields; a row an older version wrote may lack a newer
     field: it gets the default (a new row's fields come first, in the model's order)."""
     fields: dict[str, Any] = json.loads(text)
-    if fields.keys() != _defaults()[0].keys():
-        fields = new_fields(step_id) | fields
+    if fields.keys() != _defaults()[0].keys():  # the model's fields, in its order, and only them
+        found, fields = fields, new_fields(step_id)
+        fields.update((k, found[k]) for k in fields.keys() & found.keys())
     return fields
 
 
@@ -146,11 +158,9 @@ def _defaults() -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]]:
 
 
 def fields_json(fields: dict[str, Any]) -> str:
-    """Fields as a projection row's ``state``: compact JSON, as ``model_dump_json`` writes it."""
-    return _ENCODE(fields)
-
-
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+    """Fields as a projection row's ``state``: pydantic's JSON serializer, as
+    ``StepState.model_dump_json`` writes it (its float forms; NaN and infinities as null)."""
+    return to_json(fields, inf_nan_mode="null").decode()
 
 
 def apply_to_fields(

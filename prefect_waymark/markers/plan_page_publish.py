@@ -11,6 +11,7 @@ one version per run, each ending at where that run left the plan.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,9 +30,35 @@ if TYPE_CHECKING:
     from ..plan.spec import PlanSpec, StepSpec
     from ..review.gate import ReviewGate
 
-__all__ = ["PlanPage", "PlanPagePublisher", "publish_plan_page"]
+__all__ = ["PlanPage", "PlanPagePublisher", "created_page", "publish_plan_page"]
 
 _log = logging.getLogger("prefect_waymark.markers")
+
+#: The plan page versions flow runs of this process created: (flow run id, key) -> artifact
+#: id, the latest ``_KEEP``. ``waymark run`` prints the page's link from here, without asking
+#: the server.
+_CREATED: dict[tuple[str, str], str] = {}
+_KEEP = 64
+
+
+def created_page(flow_run_id: str, key_prefix: str) -> tuple[str, str] | None:
+    """(artifact id, key) of a plan page version the flow run created in this process under
+    the key ``<key_prefix><copy id>`` (its plan's page: markers/plan_copy.py)."""
+    for (run, key), artifact_id in reversed(_CREATED.items()):
+        if run == flow_run_id and _PAGE_KEY.fullmatch(key.removeprefix(key_prefix)):
+            if key.startswith(key_prefix):
+                return artifact_id, key
+    return None
+
+
+_PAGE_KEY = re.compile("[0-9a-f]{8}")
+
+
+def _remember(flow_run_id: str, key: str, artifact_id: str) -> None:
+    _CREATED.pop((flow_run_id, key), None)  # the newest last
+    _CREATED[(flow_run_id, key)] = artifact_id
+    while len(_CREATED) > _KEEP:  # a worker's long-lived process: the oldest go
+        del _CREATED[next(iter(_CREATED))]
 
 
 def _contract(plan: PlanSpec) -> GoalContract | None:
@@ -139,6 +166,8 @@ def _create(key: str, markdown: str, description: str, copy: PlanCopy) -> UUID:
                 task_run_id=task_run_id,
             )
         )
+    if flow_run_id is not None:
+        _remember(str(flow_run_id), key, str(made.id))
     return made.id
 
 

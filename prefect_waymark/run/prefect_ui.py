@@ -207,9 +207,13 @@ def ui_links(flow_run_id: str | None, plan_id: str, ui_url: str | None = None) -
         ui_url = PREFECT_UI_URL.value()
     if not ui_url or not flow_run_id:
         return {}
+    from ..markers.marker_record import artifact_key
+    from ..markers.plan_page_publish import created_page
+
     base = _ui_base(ui_url)
     links = {"flow run": f"{base}/runs/flow-run/{flow_run_id}"}
-    page = _plan_page(flow_run_id, plan_id)
+    # Made by this process's run (``waymark run``): known; else asked of the server.
+    page = created_page(flow_run_id, artifact_key(plan_id, "")) or _plan_page(flow_run_id, plan_id)
     if page is not None:
         links["plan page"] = f"{base}/artifacts/artifact/{page[0]}"
         links["plan page history"] = f"{base}/artifacts/key/{page[1]}"

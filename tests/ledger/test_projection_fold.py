@@ -19,26 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_waymark.ledger import EventKind, ProgressEvent, SqlLedger
+from prefect_waymark.ledger.events import STEP_EVENT_KINDS
 from prefect_waymark.ledger.step_state import StepState
 
 PLAN = "fold-plan"
 T0 = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
-KINDS = [
-    EventKind.step_started,
-    EventKind.step_attempt_failed,
-    EventKind.step_completed,
-    EventKind.step_failed,
-    EventKind.step_interrupted,
-    EventKind.step_needs_review,
-    EventKind.step_review_accepted,
-    EventKind.step_rerun_requested,
-    EventKind.step_refused,
-    EventKind.step_skipped,
-    EventKind.step_blocked,
-    EventKind.action_intent,
-    EventKind.action_applied,
-    EventKind.action_not_applied,
-]
+KINDS = sorted(STEP_EVENT_KINDS)  # every kind the projection folds
 text = st.text(alphabet='abcé✓ "\\\n', max_size=6)
 
 
@@ -59,7 +45,8 @@ def _data(kind: EventKind, run: str, draw: Any) -> dict[str, Any]:
     if kind == EventKind.step_interrupted:
         return {"dead_run": run, "reason": "the run died"}
     if kind == EventKind.step_needs_review:
-        return {"reason": draw(text), "details": {"current_outputs": {"a.md": "h2"}, "n": 1.5}}
+        n = draw(st.sampled_from([1.5, 1e-7, 1e20, float("nan"), float("inf"), -0.0, 10**20]))
+        return {"reason": draw(text), "details": {"current_outputs": {"a.md": "h2"}, "n": n}}
     if kind == EventKind.step_review_accepted:
         return {"resume_status": draw(st.sampled_from([None, "completed", "pending"]))}
     if kind in (EventKind.action_intent, EventKind.action_applied, EventKind.action_not_applied):
@@ -116,7 +103,10 @@ def test_the_appended_projection_is_the_rebuilt_one_byte_for_byte(
             except Exception:  # noqa: BLE001 - refused transitions are part of the sequence
                 pass
         rebuilt = led.rebuild(PLAN)
-        assert led.step_states(PLAN) == rebuilt
+        # As JSON: a NaN in review details is never equal to itself (stored as null, as pydantic
+        # writes it).
+        read = {k: s.model_dump_json() for k, s in led.step_states(PLAN).items()}
+        assert read == {k: s.model_dump_json() for k, s in rebuilt.items()}
     finally:
         led.close()
     rows = _rows(db)
@@ -128,13 +118,17 @@ def test_the_appended_projection_is_the_rebuilt_one_byte_for_byte(
 
 
 def test_a_row_written_by_an_older_version_still_folds(tmp_path: Path) -> None:
-    """A projection row without the fields later versions added folds with their defaults."""
+    """A projection row without the fields later versions added folds with their defaults; a
+    field the model does not know is dropped, as pydantic drops it."""
     db = tmp_path / "old.db"
     led = SqlLedger(f"sqlite:///{db}")
     try:
         led.record(PLAN, "step_started", step_id="a", branch="main", run_id="r1")
         con = sqlite3.connect(db)
-        old = '{"step_id":"a","branch":"main","status":"in_progress","run_id":"r1","attempts":0}'
+        old = (  # fewer fields than today's, one the model does not know, another order
+            '{"status":"in_progress","step_id":"a","branch":"main","run_id":"r1","attempts":0,'
+            '"retired_field":"x"}'
+        )
         with con:
             con.execute("UPDATE waymark_steps SET state = ? WHERE step_id = 'a'", (old,))
         con.close()

@@ -104,3 +104,37 @@ def test_a_failed_send_is_logged_and_the_others_go_out(caplog: pytest.LogCapture
     assert sorted(calls) == ["broken", "progress", "steps"]
     errors = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "test-sends"]
     assert errors == [(logging.ERROR, "marker not published: the server said no")]
+
+
+def test_the_ui_links_name_the_page_the_run_made_without_asking_the_server(
+    prefect_server: str, tmp_path: Path, requests: list[tuple[str, str, str, bytes]]
+) -> None:
+    """``waymark run`` prints the plan page's link from the version its run created in this
+    process: no artifact filter call after the run, and the same page the server lists."""
+    from prefect_waymark.flows import run_plan
+    from prefect_waymark.run import prefect_ui
+
+    plan = write_plan(tmp_path, {"plan_id": "links", "steps": [{"id": "a", "run": "true"}]})
+    out = run_plan(plan=str(plan), executor="tester")
+    fr = out["flow_run_id"]
+    requests.clear()
+    links = prefect_ui.ui_links(fr, "links", ui_url=prefect_server.removesuffix("/api"))
+    assert not [p for _, p, _, _ in requests if p.startswith("/api/artifacts")], requests
+    asked = prefect_ui._plan_page(fr, "links")  # what the server lists for this flow run
+    assert asked is not None
+    assert links["plan page"].endswith(f"/artifacts/artifact/{asked[0]}")
+    assert links["plan page history"].endswith(f"/artifacts/key/{asked[1]}")
+
+
+def test_a_remembered_page_is_the_plans_own_and_the_memory_is_bounded() -> None:
+    from prefect_waymark.markers import plan_page_publish as pages
+
+    pages._remember("run-1", "waymark-a-b-0123abcd", "page-of-a-b")
+    assert pages.created_page("run-1", "waymark-a-") is None  # plan "a" is not plan "a-b"
+    assert pages.created_page("run-1", "waymark-a-b-") == ("page-of-a-b", "waymark-a-b-0123abcd")
+    assert pages.created_page("run-2", "waymark-a-b-") is None
+    for i in range(pages._KEEP + 10):
+        pages._remember(f"other-{i}", "waymark-x-0123abcd", f"id-{i}")
+    assert len(pages._CREATED) == pages._KEEP
+    assert pages.created_page("run-1", "waymark-a-b-") is None  # the oldest went first
+    assert pages.created_page(f"other-{pages._KEEP + 9}", "waymark-x-") is not None
