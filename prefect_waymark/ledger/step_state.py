@@ -120,7 +120,18 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     fields["status"] = StepStatus(fields["status"])
     if fields["status_before_review"] is not None:
         fields["status_before_review"] = StepStatus(fields["status_before_review"])
-    return StepState.model_construct(**fields)
+    return _trusted_state(fields)
+
+
+def _trusted_state(fields: dict[str, Any]) -> StepState:
+    """A ``StepState`` of every field's value, as ``model_construct`` makes it, without its loop
+    over the fields (rebuilds and replays fold every event of a plan)."""
+    state = object.__new__(StepState)
+    object.__setattr__(state, "__dict__", fields)
+    object.__setattr__(state, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(state, "__pydantic_extra__", None)
+    object.__setattr__(state, "__pydantic_private__", None)
+    return state
 
 
 def new_fields(step_id: str) -> dict[str, Any]:
