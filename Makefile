@@ -33,6 +33,7 @@ bench: venv
 	$(BIN)/python bench/bench_http_refs.py
 	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_hook.py
 
 profile: venv  # where a run's time goes, against plain Prefect (cProfile; see bench/profile_run.py)
 	$(BIN)/python bench/profile_run.py

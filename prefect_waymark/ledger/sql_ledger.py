@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -36,15 +35,7 @@ from .schema import (
     kind_names,
     states_by_step,
 )
-from .step_state import (
-    StepState,
-    apply_event,
-    apply_to_fields,
-    check_status_transition,
-    fields_from_json,
-    fields_json,
-    new_fields,
-)
+from .step_state import StepState, apply_event, check_status_transition, folded_json, row_fields
 from .upserts import insert_ignoring_conflict
 from .urls import check_ledger_url
 
@@ -262,9 +253,7 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                 # Our own placeholder (locked by this transaction until it ends) is empty; only
                 # when a concurrent first event inserted it first is there a state to re-read.
                 row = None if claimed else conn.execute(_STEP_STATE, key).first()
-            # The step's state as plain fields (no model): parsed, checked, folded, written.
-            if row and row.state:
-                fields = fields_from_json(row.state, ev.step_id)
+            fields = row_fields(row.state if row else None, ev.step_id)  # plain: no model
             status = fields["status"] if fields is not None else None
             check_status_transition(status, ev)
             if ev.kind in RELEASE_EVENT_KINDS or (
@@ -279,14 +268,9 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
         values = event_values(ev)
         seq = conn.execute(_INSERT_EVENT, values).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
-        if ev.kind in STEP_EVENT_KINDS:
-            # Folded from the event as stored (its data read back from the row's JSON), so the
-            # projection is what a rebuild from the events gives.
-            if fields is None:
-                fields = new_fields(ev.step_id or "")
-            at = values["at"]
-            apply_to_fields(fields, ev.kind, at, ev.branch, ev.run_id, json.loads(values["data"]))
-            conn.execute(_UPDATE_STEP, {**key, "last_seq": seq, "state": fields_json(fields)})
+        if ev.kind in STEP_EVENT_KINDS:  # folded from the event as stored: what a rebuild gives
+            state = folded_json(fields, ev, values["at"], values["data"])
+            conn.execute(_UPDATE_STEP, {**key, "last_seq": seq, "state": state})
         return stored
 
     def _take_hold(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> None:

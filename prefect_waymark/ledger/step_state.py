@@ -21,7 +21,9 @@ __all__ = [
     "check_transition",
     "fields_from_json",
     "fields_json",
+    "folded_json",
     "new_fields",
+    "row_fields",
 ]
 
 # Which statuses each event may follow. ``None`` means any status.
@@ -166,6 +168,22 @@ def _defaults() -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]]:
         containers = tuple((k, v) for k, v in defaults.items() if isinstance(v, dict | list))
         _DEFAULTS = defaults, containers
     return _DEFAULTS
+
+
+def row_fields(text: str | None, step_id: str) -> dict[str, Any] | None:
+    """A projection row's ``state`` as fields; ``None`` for no row or a new row's placeholder."""
+    return fields_from_json(text, step_id) if text else None
+
+
+def folded_json(
+    fields: dict[str, Any] | None, event: ProgressEvent, at: str, data_json: str
+) -> str:
+    """The step's row after ``event``, from its stored form (``at``, its ``data`` as written):
+    the fields folded in place (a new step's if ``None``), as the row's ``state``."""
+    if fields is None:
+        fields = new_fields(event.step_id or "")
+    apply_to_fields(fields, event.kind, at, event.branch, event.run_id, json.loads(data_json))
+    return fields_json(fields)
 
 
 def fields_json(fields: dict[str, Any]) -> str:

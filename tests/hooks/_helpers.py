@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +99,6 @@ def hook(
     return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
     )
-
-
-def timed_hook(*args: str, **kw: Any) -> tuple[subprocess.CompletedProcess[str], float]:
-    start = time.perf_counter()
-    proc = hook(*args, **kw)
-    return proc, time.perf_counter() - start
 
 
 def answer(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:

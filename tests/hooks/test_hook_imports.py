@@ -1,16 +1,15 @@
-"""The hook path imports no Prefect (read from ``python -X importtime``) and one hook call, as a
-subprocess, is fast."""
+"""The hook path imports no Prefect (read from ``python -X importtime``). How long one hook call
+takes is a benchmark's to say (``bench/bench_hook.py``), not a test's."""
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.hooks._helpers import EXECUTOR, answer, env_for, make_plan, payload, timed_hook, waymark
+from tests.hooks._helpers import EXECUTOR, answer, env_for, make_plan, payload, waymark
 from tests.hooks._helpers import hook as run_hook
 
 PER_EVENT = {
@@ -81,21 +80,3 @@ def test_no_prefect_at_session_start(started: Path) -> None:
     )
     assert "additionalContext" in answer(proc)["hookSpecificOutput"]
     assert _prefect(_imported(proc.stderr)) == []
-
-
-def test_one_hook_call_is_fast(started: Path) -> None:
-    work = started.parent
-    walls: dict[str, float] = {}
-    for event in ("PreToolUse", "Stop", "SessionStart"):
-        name = PER_EVENT.get(event, "session_start.json")
-        times = []
-        for _ in range(3):
-            proc, wall = timed_hook(
-                "claude-code", event, stdin=payload(name, work), env=env_for(started)
-            )
-            answer(proc)
-            times.append(wall)
-        walls[event] = statistics.median(times)
-    print("hook wall time (median of 3):", {k: f"{v:.3f}s" for k, v in walls.items()})
-    assert walls["PreToolUse"] < 2.0 and walls["Stop"] < 2.0, walls
-    assert walls["SessionStart"] < 10.0, walls

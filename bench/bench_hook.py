@@ -1,0 +1,111 @@
+"""Hook benchmark: one ``waymark hook claude-code EVENT`` call, a whole process.
+
+Run: ``.venv/bin/python bench/bench_hook.py [--runs 7] [--json]``
+
+Claude Code runs the hook on every tool call (``PreToolUse``, ``PostToolUse``), so its latency is
+added to each of them. Measured as a subprocess against a plan with an agent step in progress
+(the hook tests' plan, ``tests/hooks/_helpers.py``), on ``waymark hook`` (the console script)
+and on ``python -m prefect_waymark.hooks``, against ``python -c pass`` and ``python -c "import
+pydantic"`` in the same run, interleaved (median of ``--runs``; wall and CPU of the child).
+There is no Prefect side: the hook path never imports Prefect (tests/hooks).
+
+``--json``: the last line of stdout is one JSON object: ``hook_pretooluse_seconds``,
+``hook_pretooluse_vs_bare_python`` (the console script's ``PreToolUse`` against ``python -c
+pass``), the ``-m`` form's and ``Stop``'s seconds, and the references'. The machine has 2 cores
+and is noisy: read the ratios, not the third digit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bytecode import compile_package  # noqa: E402 - beside this file
+
+from tests.hooks._helpers import EXECUTOR, env_for, make_plan, payload, waymark  # noqa: E402
+
+WAYMARK = str(Path(sys.executable).with_name("waymark"))
+EVENTS = {"PreToolUse": "pre_tool_use_bash_force_push.json", "Stop": "stop.json"}
+
+
+def _timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one child; it must exit 0."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, timeout=120)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--runs", type=int, default=7, help="interleaved runs of each command")
+    ap.add_argument("--json", action="store_true", help="last line: the figures as one JSON object")
+    args = ap.parse_args()
+    compile_package()  # whole processes load cached bytecode, as an installed package does
+    with tempfile.TemporaryDirectory(prefix="waymark-bench-hook-") as tmp:
+        work = Path(tmp)
+        plan = make_plan(work)
+        waymark("start", str(plan), "draft", "--executor", EXECUTOR)  # an agent step under way
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("WAYMARK_", "CLAUDE_"))}
+        env.update(env_for(plan))
+        py = sys.executable
+        rows: list[tuple[str, list[str], bytes]] = [
+            ("python -c pass", [py, "-c", "pass"], b""),
+            ('python -c "import pydantic"', [py, "-c", "import pydantic"], b""),
+        ]
+        for event, name in EVENTS.items():
+            stdin = json.dumps(payload(name, work)).encode()
+            script = [WAYMARK, "hook", "claude-code", event]
+            module = [py, "-m", "prefect_waymark.hooks", "claude-code", event]
+            rows.append((f"waymark hook claude-code {event}", script, stdin))
+            rows.append((f"python -m prefect_waymark.hooks claude-code {event}", module, stdin))
+        for _, cmd, stdin in rows:  # warm the file cache, not counted
+            _timed(cmd, stdin, env)
+        walls: dict[str, list[float]] = {label: [] for label, _, _ in rows}
+        cpus: dict[str, list[float]] = {label: [] for label, _, _ in rows}
+        for _ in range(args.runs):
+            for label, cmd, stdin in rows:
+                wall, cpu = _timed(cmd, stdin, env)
+                walls[label].append(wall)
+                cpus[label].append(cpu)
+    med = {label: statistics.median(v) for label, v in walls.items()}
+    cpu = {label: statistics.median(v) for label, v in cpus.items()}
+    print(f"\n== one hook call, whole process, median of {args.runs} (interleaved) ==")
+    print(f"{'command':<58}{'wall s':>8}{'CPU s':>8}")
+    for label in walls:
+        print(f"{label:<58}{med[label]:>8.3f}{cpu[label]:>8.3f}")
+    bare = med["python -c pass"]
+    pre = med["waymark hook claude-code PreToolUse"]
+    print(f"waymark hook PreToolUse / bare python start-up: {pre / bare:.1f}x")
+    if args.json:
+        figures = {
+            "hook_pretooluse_seconds": pre,
+            "hook_pretooluse_vs_bare_python": pre / bare,
+            "hook_pretooluse_module_seconds": med[
+                "python -m prefect_waymark.hooks claude-code PreToolUse"
+            ],
+            "hook_stop_seconds": med["waymark hook claude-code Stop"],
+            "hook_pretooluse_cpu_seconds": cpu["waymark hook claude-code PreToolUse"],
+            "bare_python_seconds": bare,
+            "import_pydantic_seconds": med['python -c "import pydantic"'],
+        }
+        print(json.dumps({k: round(v, 4) for k, v in figures.items()}, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
