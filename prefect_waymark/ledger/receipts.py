@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -286,6 +287,8 @@ class SqlReceipts(ReceiptStore):
                         _restore_synchronous(conn)
         except OperationalError as exc:
             raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
+        except sqlite3.OperationalError as exc:  # the pragma itself (a locked or broken file)
+            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
 
     def _insert_new(self, conn: Connection, rec: ReceiptRecord) -> bool:
         # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL

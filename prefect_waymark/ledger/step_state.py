@@ -139,7 +139,7 @@ def _trusted_state(fields: dict[str, Any]) -> StepState:
 def new_fields(step_id: str) -> dict[str, Any]:
     """The fields of a step with no events yet, as :meth:`StepState.model_dump` gives them
     (fresh containers: :func:`apply_to_fields` changes them in place)."""
-    defaults, containers = _defaults()
+    defaults, containers, _ = _defaults()
     fields = defaults.copy()
     for name, empty in containers:
         fields[name] = empty.copy()
@@ -151,22 +151,24 @@ def fields_from_json(text: str, step_id: str) -> dict[str, Any]:
     """A projection row's ``state`` as fields; a row an older version wrote may lack a newer
     field: it gets the default (a new row's fields come first, in the model's order)."""
     fields: dict[str, Any] = json.loads(text)
-    if fields.keys() != _defaults()[0].keys():  # the model's fields, in its order, and only them
+    if tuple(fields) != _defaults()[2]:  # the model's fields, in its order, and only them
         found, fields = fields, new_fields(step_id)
         fields.update((k, found[k]) for k in fields.keys() & found.keys())
     return fields
 
 
-_DEFAULTS: tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None = None
+_Defaults = tuple[dict[str, Any], tuple[tuple[str, Any], ...], tuple[str, ...]]
+_DEFAULTS: _Defaults | None = None
 
 
-def _defaults() -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]]:
-    """A new step's fields (JSON values) and the names of its container fields, made once."""
+def _defaults() -> _Defaults:
+    """A new step's fields (JSON values), its container fields and the field names in the
+    model's order, made once."""
     global _DEFAULTS
     if _DEFAULTS is None:
         defaults = StepState(step_id="").model_dump(mode="json")
         containers = tuple((k, v) for k, v in defaults.items() if isinstance(v, dict | list))
-        _DEFAULTS = defaults, containers
+        _DEFAULTS = defaults, containers, tuple(defaults)
     return _DEFAULTS
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,10 +42,15 @@ _CREATED: dict[tuple[str, str], str] = {}
 _KEEP = 64
 
 
+_CREATED_LOCK = threading.Lock()  # flow runs in threads of one process (a worker, serve)
+
+
 def created_page(flow_run_id: str, key_prefix: str) -> tuple[str, str] | None:
     """(artifact id, key) of a plan page version the flow run created in this process under
     the key ``<key_prefix><copy id>`` (its plan's page: markers/plan_copy.py)."""
-    for (run, key), artifact_id in reversed(_CREATED.items()):
+    with _CREATED_LOCK:
+        found = list(_CREATED.items())
+    for (run, key), artifact_id in reversed(found):
         if run == flow_run_id and _PAGE_KEY.fullmatch(key.removeprefix(key_prefix)):
             if key.startswith(key_prefix):
                 return artifact_id, key
@@ -55,10 +61,11 @@ _PAGE_KEY = re.compile("[0-9a-f]{8}")
 
 
 def _remember(flow_run_id: str, key: str, artifact_id: str) -> None:
-    _CREATED.pop((flow_run_id, key), None)  # the newest last
-    _CREATED[(flow_run_id, key)] = artifact_id
-    while len(_CREATED) > _KEEP:  # a worker's long-lived process: the oldest go
-        del _CREATED[next(iter(_CREATED))]
+    with _CREATED_LOCK:
+        _CREATED.pop((flow_run_id, key), None)  # the newest last
+        _CREATED[(flow_run_id, key)] = artifact_id
+        while len(_CREATED) > _KEEP:  # a worker's long-lived process: the oldest go
+            del _CREATED[next(iter(_CREATED))]
 
 
 def _contract(plan: PlanSpec) -> GoalContract | None:

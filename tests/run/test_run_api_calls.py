@@ -126,8 +126,12 @@ def test_the_ui_links_name_the_page_the_run_made_without_asking_the_server(
     assert links["plan page history"].endswith(f"/artifacts/key/{asked[1]}")
 
 
-def test_a_remembered_page_is_the_plans_own_and_the_memory_is_bounded() -> None:
+def test_a_remembered_page_is_the_plans_own_and_the_memory_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from prefect_waymark.markers import plan_page_publish as pages
+
+    monkeypatch.setattr(pages, "_CREATED", {})  # this test's own, the process's back after
 
     pages._remember("run-1", "waymark-a-b-0123abcd", "page-of-a-b")
     assert pages.created_page("run-1", "waymark-a-") is None  # plan "a" is not plan "a-b"
