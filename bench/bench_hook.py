@@ -20,35 +20,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bytecode import compile_package  # noqa: E402 - beside this file
+from whole_process import timed_child  # noqa: E402 - beside this file
 
 from tests.hooks._helpers import EXECUTOR, env_for, make_plan, payload, waymark  # noqa: E402
 
 WAYMARK = str(Path(sys.executable).with_name("waymark"))
 EVENTS = {"PreToolUse": "pre_tool_use_bash_force_push.json", "Stop": "stop.json"}
-
-
-def _timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of one child; it must exit 0."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, timeout=120)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{cmd} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -75,12 +61,12 @@ def main() -> None:
             rows.append((f"waymark hook claude-code {event}", script, stdin))
             rows.append((f"python -m prefect_waymark.hooks claude-code {event}", module, stdin))
         for _, cmd, stdin in rows:  # warm the file cache, not counted
-            _timed(cmd, stdin, env)
+            timed_child(cmd, stdin=stdin, env=env)
         walls: dict[str, list[float]] = {label: [] for label, _, _ in rows}
         cpus: dict[str, list[float]] = {label: [] for label, _, _ in rows}
         for _ in range(args.runs):
             for label, cmd, stdin in rows:
-                wall, cpu = _timed(cmd, stdin, env)
+                wall, cpu = timed_child(cmd, stdin=stdin, env=env)
                 walls[label].append(wall)
                 cpus[label].append(cpu)
     med = {label: statistics.median(v) for label, v in walls.items()}

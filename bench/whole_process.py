@@ -94,15 +94,25 @@ def _fresh(root: Path, name: str) -> Path:
     return folder
 
 
-def _timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall and CPU seconds of one child process (it must succeed)."""
+def timed_child(
+    cmd: list[str],
+    cwd: Path | None = None,
+    *,
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+) -> tuple[float, float]:
+    """Wall and CPU seconds (user + sys) of one child process, given ``stdin``; it must exit 0.
+    ``env``: this process's environment unless given."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=dict(os.environ))
+    done = subprocess.run(
+        cmd, cwd=cwd, input=stdin, capture_output=True, env=dict(os.environ) if env is None else env
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        err = done.stderr.decode(errors="replace")[-3000:]
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{err}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
 
@@ -118,7 +128,7 @@ def run_whole(root: Path, repeat: int) -> dict[str, float]:
     for i in range(repeat + 1):  # the first round warms the server and the file cache
         for side, cmd in commands.items():
             folder = _fresh(root, f"whole-{side}-{i}")
-            took = _timed(cmd, folder)
+            took = timed_child(cmd, folder)
             if side == "waymark":
                 assert (folder / "published" / "report.md").exists(), "the plan did not finish"
             if i:

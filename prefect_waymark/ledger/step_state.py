@@ -12,17 +12,14 @@ from pydantic_core import to_json
 from ..errors import TransitionError
 from ..models import StepStatus
 from .events import ACTION_EVENT_KINDS, EventKind, ProgressEvent
+from .trusted_model import trusted_model
 
 __all__ = [
     "StepState",
     "apply_event",
     "apply_to_fields",
     "check_status_transition",
-    "check_transition",
-    "fields_from_json",
-    "fields_json",
     "folded_json",
-    "new_fields",
     "row_fields",
 ]
 
@@ -90,13 +87,9 @@ class StepState(BaseModel):
     skipped: str | None = None
 
 
-def check_transition(state: StepState | None, event: ProgressEvent) -> None:
-    """Raise :class:`TransitionError` if ``event`` may not follow the step's current status."""
-    check_status_transition(state.status if state is not None else None, event)
-
-
 def check_status_transition(status: str | None, event: ProgressEvent) -> None:
-    """:func:`check_transition` for a step whose status is ``status`` (``None``: no events)."""
+    """Raise :class:`TransitionError` if ``event`` may not follow the step's current status
+    (``None``: the step has no events yet)."""
     allowed = _ALLOWED_FROM.get(event.kind)
     current = StepStatus(status) if status is not None else StepStatus.pending
     if allowed is not None and current not in allowed:
@@ -110,7 +103,7 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     """Return the step's state after ``event`` (the fold of :func:`apply_to_fields`). Not
     validated, as the ledger's appends are not: a rebuild never fails on an odd old value."""
     if state is None:
-        fields = new_fields(event.step_id or "")
+        fields = _new_fields(event.step_id or "")
     else:  # a shallow copy with fresh containers: apply_to_fields changes some in place
         fields = dict(state.__dict__)
         fields["review_data"] = dict(state.review_data)
@@ -122,21 +115,10 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     fields["status"] = StepStatus(fields["status"])
     if fields["status_before_review"] is not None:
         fields["status_before_review"] = StepStatus(fields["status_before_review"])
-    return _trusted_state(fields)
+    return trusted_model(StepState, fields)
 
 
-def _trusted_state(fields: dict[str, Any]) -> StepState:
-    """A ``StepState`` of every field's value, as ``model_construct`` makes it, without its loop
-    over the fields (rebuilds and replays fold every event of a plan)."""
-    state = object.__new__(StepState)
-    object.__setattr__(state, "__dict__", fields)
-    object.__setattr__(state, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(state, "__pydantic_extra__", None)
-    object.__setattr__(state, "__pydantic_private__", None)
-    return state
-
-
-def new_fields(step_id: str) -> dict[str, Any]:
+def _new_fields(step_id: str) -> dict[str, Any]:
     """The fields of a step with no events yet, as :meth:`StepState.model_dump` gives them
     (fresh containers: :func:`apply_to_fields` changes them in place)."""
     defaults, containers, _ = _defaults()
@@ -144,16 +126,6 @@ def new_fields(step_id: str) -> dict[str, Any]:
     for name, empty in containers:
         fields[name] = empty.copy()
     fields["step_id"] = step_id
-    return fields
-
-
-def fields_from_json(text: str, step_id: str) -> dict[str, Any]:
-    """A projection row's ``state`` as fields; a row an older version wrote may lack a newer
-    field: it gets the default (a new row's fields come first, in the model's order)."""
-    fields: dict[str, Any] = json.loads(text)
-    if tuple(fields) != _defaults()[2]:  # the model's fields, in its order, and only them
-        found, fields = fields, new_fields(step_id)
-        fields.update((k, found[k]) for k in fields.keys() & found.keys())
     return fields
 
 
@@ -173,8 +145,16 @@ def _defaults() -> _Defaults:
 
 
 def row_fields(text: str | None, step_id: str) -> dict[str, Any] | None:
-    """A projection row's ``state`` as fields; ``None`` for no row or a new row's placeholder."""
-    return fields_from_json(text, step_id) if text else None
+    """A projection row's ``state`` as fields (``None`` for no row or a new row's placeholder).
+    A row an older version wrote may lack a newer field: it gets the default, and the fields
+    come in the model's order, only the model's."""
+    if not text:
+        return None
+    fields: dict[str, Any] = json.loads(text)
+    if tuple(fields) != _defaults()[2]:
+        found, fields = fields, _new_fields(step_id)
+        fields.update((k, found[k]) for k in fields.keys() & found.keys())
+    return fields
 
 
 def folded_json(
@@ -183,14 +163,10 @@ def folded_json(
     """The step's row after ``event``, from its stored form (``at``, its ``data`` as written):
     the fields folded in place (a new step's if ``None``), as the row's ``state``."""
     if fields is None:
-        fields = new_fields(event.step_id or "")
+        fields = _new_fields(event.step_id or "")
     apply_to_fields(fields, event.kind, at, event.branch, event.run_id, json.loads(data_json))
-    return fields_json(fields)
-
-
-def fields_json(fields: dict[str, Any]) -> str:
-    """Fields as a projection row's ``state``: pydantic's JSON serializer, as
-    ``StepState.model_dump_json`` writes it (its float forms; NaN and infinities as null)."""
+    # pydantic's serializer, as StepState.model_dump_json writes it (its float forms; NaN and
+    # infinities as null): the row is what a rebuild writes.
     return to_json(fields, inf_nan_mode="null").decode()
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "PlanCopy",
     "artifact_url",
     "flow_run_url",
+    "is_page_key",
     "normal_ledger_url",
     "plan_copy",
     "ui_base_url",
@@ -44,6 +45,16 @@ def normal_ledger_url(url: str) -> str:
         path = Path(unquote(match.group(2))).resolve()
         return f"{match.group(1)}:///{quote(str(path), safe='/')}{match.group(3) or ''}"
     return shown
+
+
+def is_page_key(key: str, plan_id: str) -> bool:
+    """Whether ``key`` names a version of the plan's page, ``waymark-<plan>-<copy id>``
+    (:meth:`PlanCopy.key` without a suffix; a run artifact's key has one)."""
+    prefix = artifact_key(plan_id, "")
+    return key.startswith(prefix) and _COPY_ID.fullmatch(key[len(prefix) :]) is not None
+
+
+_COPY_ID = re.compile("[0-9a-f]{8}")
 
 
 @dataclass(frozen=True)

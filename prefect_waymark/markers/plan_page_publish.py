@@ -11,7 +11,6 @@ one version per run, each ending at where that run left the plan.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ..run.observers import RunObserver
-from .plan_copy import PlanCopy, plan_copy, ui_base_url
+from .plan_copy import PlanCopy, is_page_key, plan_copy, ui_base_url
 
 if TYPE_CHECKING:
     from ..guards.base import GuardContext
@@ -45,19 +44,14 @@ _KEEP = 64
 _CREATED_LOCK = threading.Lock()  # flow runs in threads of one process (a worker, serve)
 
 
-def created_page(flow_run_id: str, key_prefix: str) -> tuple[str, str] | None:
-    """(artifact id, key) of a plan page version the flow run created in this process under
-    the key ``<key_prefix><copy id>`` (its plan's page: markers/plan_copy.py)."""
+def created_page(flow_run_id: str, plan_id: str) -> tuple[str, str] | None:
+    """(artifact id, key) of the plan's page version the flow run created in this process."""
     with _CREATED_LOCK:
         found = list(_CREATED.items())
     for (run, key), artifact_id in reversed(found):
-        if run == flow_run_id and _PAGE_KEY.fullmatch(key.removeprefix(key_prefix)):
-            if key.startswith(key_prefix):
-                return artifact_id, key
+        if run == flow_run_id and is_page_key(key, plan_id):
+            return artifact_id, key
     return None
-
-
-_PAGE_KEY = re.compile("[0-9a-f]{8}")
 
 
 def _remember(flow_run_id: str, key: str, artifact_id: str) -> None:

@@ -30,7 +30,6 @@ descriptions say it (:func:`~prefect_waymark.markers.plan_line.plan_line`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -182,9 +181,9 @@ def _plan_page(flow_run_id: str, plan_id: str) -> tuple[str, str] | None:
     )
 
     from ..markers.marker_record import artifact_key
+    from ..markers.plan_copy import is_page_key
 
     prefix = artifact_key(plan_id, "")
-    page = re.compile(re.escape(prefix) + "[0-9a-f]{8}")
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(
             artifact_filter=ArtifactFilter(
@@ -193,7 +192,7 @@ def _plan_page(flow_run_id: str, plan_id: str) -> tuple[str, str] | None:
             )
         )
     for artifact in found:
-        if artifact.key and page.fullmatch(artifact.key):
+        if artifact.key and is_page_key(artifact.key, plan_id):
             return str(artifact.id), artifact.key
     return None
 
@@ -207,13 +206,12 @@ def ui_links(flow_run_id: str | None, plan_id: str, ui_url: str | None = None) -
         ui_url = PREFECT_UI_URL.value()
     if not ui_url or not flow_run_id:
         return {}
-    from ..markers.marker_record import artifact_key
     from ..markers.plan_page_publish import created_page
 
     base = _ui_base(ui_url)
     links = {"flow run": f"{base}/runs/flow-run/{flow_run_id}"}
     # Made by this process's run (``waymark run``): known; else asked of the server.
-    page = created_page(flow_run_id, artifact_key(plan_id, "")) or _plan_page(flow_run_id, plan_id)
+    page = created_page(flow_run_id, plan_id) or _plan_page(flow_run_id, plan_id)
     if page is not None:
         links["plan page"] = f"{base}/artifacts/artifact/{page[0]}"
         links["plan page history"] = f"{base}/artifacts/key/{page[1]}"

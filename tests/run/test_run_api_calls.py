@@ -134,11 +134,11 @@ def test_a_remembered_page_is_the_plans_own_and_the_memory_is_bounded(
     monkeypatch.setattr(pages, "_CREATED", {})  # this test's own, the process's back after
 
     pages._remember("run-1", "waymark-a-b-0123abcd", "page-of-a-b")
-    assert pages.created_page("run-1", "waymark-a-") is None  # plan "a" is not plan "a-b"
-    assert pages.created_page("run-1", "waymark-a-b-") == ("page-of-a-b", "waymark-a-b-0123abcd")
-    assert pages.created_page("run-2", "waymark-a-b-") is None
+    assert pages.created_page("run-1", "a") is None  # plan "a" is not plan "a-b"
+    assert pages.created_page("run-1", "a-b") == ("page-of-a-b", "waymark-a-b-0123abcd")
+    assert pages.created_page("run-2", "a-b") is None
     for i in range(pages._KEEP + 10):
         pages._remember(f"other-{i}", "waymark-x-0123abcd", f"id-{i}")
     assert len(pages._CREATED) == pages._KEEP
-    assert pages.created_page("run-1", "waymark-a-b-") is None  # the oldest went first
-    assert pages.created_page(f"other-{pages._KEEP + 9}", "waymark-x-") is not None
+    assert pages.created_page("run-1", "a-b") is None  # the oldest went first
+    assert pages.created_page(f"other-{pages._KEEP + 9}", "x") is not None
