@@ -1,0 +1,89 @@
+"""What a ``waymark run`` process loads beyond Prefect's own flow path (read from
+``PYTHONPROFILEIMPORTTIME``), and that the parameters it sends are Prefect's. How long a run
+takes is a benchmark's to say (``bench/bench_resume.py --only whole``), not a test's."""
+
+from __future__ import annotations
+
+import enum
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from prefect_waymark.run.named_flow import NamedFlow, named_flow
+from tests._support.helpers import run_cli, write_plan
+
+
+def _imported(stderr: str) -> set[str]:
+    return {
+        line.rsplit("|", 1)[-1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+@pytest.fixture(scope="module")
+def run_modules(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The modules one ``waymark run`` of a 2-step plan imported (it completes the plan)."""
+    work = tmp_path_factory.mktemp("run-imports")
+    plan = write_plan(
+        work,
+        {
+            "plan_id": "imports",
+            "steps": [
+                {"id": "a", "run": "true"},
+                {"id": "b", "run": "true", "depends_on": ["a"]},
+            ],
+        },
+    )
+    proc = run_cli("run", str(plan), cwd=work, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "completed" in proc.stdout
+    modules = _imported(proc.stderr)
+    assert "prefect.flow_engine" in modules  # the reader sees what the run loads
+    return modules
+
+
+def test_a_run_does_not_load_fastapi_to_send_its_parameters(run_modules: set[str]) -> None:
+    assert "fastapi.encoders" not in run_modules
+    assert not {m for m in run_modules if m == "fastapi" or m.startswith("fastapi.")}
+
+
+class _Colour(str, enum.Enum):
+    red = "r"
+
+
+class _Model(BaseModel):
+    name: str
+    size: int = 3
+
+
+def _flow() -> NamedFlow[..., Any]:
+    def fn(**kwargs: Any) -> None:
+        return None
+
+    return named_flow(lambda _p: ("n", []), name="serialize-check")(fn)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"plan": "plan.yaml", "workdir": None, "max_steps": 5, "lease": 60.0, "flag": True},
+        {"nested": {"a": [1, 2.5, None, {"b": "c"}], "d": []}, "empty": {}},
+        {"nan": math.nan, "inf": math.inf, "big": 10**30, "uni": "ümlaut ✓"},
+        # Not JSON's own types: Prefect's encoder decides (a tuple, a path, an enum, a model,
+        # a non-string key, a str subclass nested in a list).
+        {"t": (1, 2), "p": Path("/x/y"), "e": _Colour.red, "m": _Model(name="x")},
+        {"keys": {1: "one"}, "inner": ["a", _Colour.red], "plain": "x", "n": 1},
+    ],
+)
+def test_parameters_serialize_as_prefect_serializes_them(params: dict[str, Any]) -> None:
+    from prefect import Flow
+
+    flow = _flow()
+    ours = flow.serialize_parameters(dict(params))
+    theirs = Flow.serialize_parameters(flow, dict(params))
+    assert list(ours) == list(theirs) == list(params)
+    assert repr(ours) == repr(theirs)  # nan included; types too (a tuple would become a list)
