@@ -8,12 +8,14 @@ loading this module checks that every table here has exactly the columns it list
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from sqlalchemy import Column, Index, MetaData, Text, insert
+from sqlalchemy import Column, Index, MetaData, Text, event, insert
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from .schema import EVENTS, HOLDS, META, RECEIPTS, STEPS, TableDef
+from .sqlite_ddl import TRIGGERS
 from .step_state import StepState
 
 # A metadata of our own keeps the tables out of the user's SQLModel.metadata.
@@ -104,6 +106,13 @@ for _row, _table in (
     (ReceiptRow, RECEIPTS),
 ):
     _check(_row, _table)
+
+
+@event.listens_for(EventRow.__table__, "after_create")  # type: ignore[attr-defined]
+def _append_only_triggers(_table: Any, connection: Connection, **_kw: Any) -> None:
+    """The events table's append-only triggers, created with it (``sqlite_ddl.TRIGGERS``)."""
+    for statement in TRIGGERS.get(connection.dialect.name, []):
+        connection.exec_driver_sql(statement)
 
 
 def insert_step_states(

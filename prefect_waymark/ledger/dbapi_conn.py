@@ -1,15 +1,16 @@
-"""The ledger's lean write path on SQLite: the same statements, straight through the DBAPI.
+"""The ledger's lean path on SQLite: its statements straight through the standard library.
 
-:class:`~prefect_waymark.ledger.SqlLedger` appends an event in one transaction of three to
-five statements. Through SQLAlchemy's ``Connection`` each costs ~0.1 ms of execution-context and
-transaction handling around ~0.02 ms of SQLite work, so on SQLite the ledger keeps one DBAPI
-connection (checked out of its engine's pool: the same connect-time pragmas) and runs the *same*
-SQLAlchemy statements on it, compiled once for the SQLite dialect: one statement text, one
-schema, and the conformance suite (``tests/ledger/test_dbapi_conformance.py``) proves that both
-paths write the same rows and refuse the same events.
+Through SQLAlchemy's ``Connection`` each statement of an append costs ~0.1 ms of
+execution-context and transaction handling around ~0.02 ms of SQLite work, and importing
+SQLAlchemy and SQLModel costs a ``waymark run`` or a check-in ~0.2 s of CPU. So a SQLite ledger
+keeps one ``sqlite3`` connection (:class:`LeanSqlite`) and runs on it the SQLite text of the
+ledger's statements (:mod:`.statements`, each checked against its SQLAlchemy form), and the
+conformance suite (``tests/ledger/test_dbapi_conformance.py``) proves that both paths write the
+same rows and refuse the same events. A rare command's SQLAlchemy statement (a rename, a close,
+an archive, a migration) is compiled for SQLite where it runs, which imports SQLAlchemy then.
 
-:class:`DbapiConnection` is the small part of SQLAlchemy's ``Connection`` that
-``SqlLedger._append`` uses: ``execute(statement, params)`` → a result with ``first()``,
+:class:`DbapiConnection` is the small part of SQLAlchemy's ``Connection`` the ledger uses:
+``execute(statement, params)`` → a result with ``first()``, ``one()``, ``all()``,
 ``scalar_one()``, ``rowcount``, iteration, and ``dialect.name``.
 """
 
@@ -19,37 +20,30 @@ import os
 import sqlite3
 import threading
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import Any
 
-from sqlalchemy.dialects import sqlite
-from sqlalchemy.engine import Engine
-from sqlalchemy.sql.expression import Executable
+from .statements import Stmt
 
-__all__ = ["DbapiConnection", "DbapiResult", "LeanSqlite"]
-
-_DIALECT = sqlite.dialect(paramstyle="named")
+__all__ = ["DbapiConnection", "DbapiResult", "LeanSqlite", "connect_sqlite"]
 
 
-class _Compiled(NamedTuple):
-    sql: str
-    processors: dict[str, Callable[[Any], Any]]
-
-
-# id(statement) -> compiled form: the hot statements are module-level constants, built once.
-_CACHE: dict[tuple[int, tuple[str, ...]], tuple[Executable, _Compiled]] = {}
-
-
-def _compiled(stmt: Executable, keys: tuple[str, ...]) -> _Compiled:
-    found = _CACHE.get((id(stmt), keys))
-    if found is not None and found[0] is stmt:
-        return found[1]
-    # ``column_keys``: an INSERT without ``values()`` names exactly the columns given.
-    done = stmt.compile(dialect=_DIALECT, column_keys=list(keys))  # type: ignore[attr-defined]
-    compiled = _Compiled(done.string, dict(getattr(done, "_bind_processors", {}) or {}))
-    _CACHE[(id(stmt), keys)] = (stmt, compiled)  # keeps ``stmt`` alive: its id stays unique
-    return compiled
+def connect_sqlite(path: Path | str) -> sqlite3.Connection:
+    """A connection to the ledger file with the ledger's settings: autocommit mode (the ledger
+    issues ``BEGIN IMMEDIATE`` itself: writers queue for the lock), a 60 s busy timeout, WAL,
+    ``synchronous=NORMAL`` (intents and receipts commit with ``FULL``: :mod:`.receipts`). Usable
+    from any thread (:class:`LeanSqlite` serialises its use)."""
+    raw = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
+    try:
+        raw.execute("PRAGMA busy_timeout=60000")
+        raw.execute("PRAGMA journal_mode=WAL")
+        raw.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        raw.close()
+        raise
+    return raw
 
 
 class _Dialect:
@@ -87,12 +81,17 @@ class DbapiResult:
         self._cur.close()
         return row
 
-    def scalar_one(self) -> Any:
-        rows = self._cur.fetchall()
-        self._cur.close()
+    def all(self) -> list[Any]:
+        return list(self)
+
+    def one(self) -> Any:
+        rows = self.all()
         if len(rows) != 1:
             raise sqlite3.DatabaseError(f"expected one row, got {len(rows)}")
-        return rows[0][0]
+        return rows[0]
+
+    def scalar_one(self) -> Any:
+        return self.one()[0]
 
     def __iter__(self) -> Iterator[Any]:
         for raw in self._cur.fetchall():
@@ -100,23 +99,53 @@ class DbapiResult:
         self._cur.close()
 
 
+def _compile(stmt: Any, keys: Sequence[str]) -> Any:
+    """A rare command's SQLAlchemy statement compiled for SQLite (an ``IN`` list rendered as
+    one parameter per value); imports SQLAlchemy."""
+    from sqlalchemy.dialects import sqlite
+
+    return stmt.compile(
+        dialect=sqlite.dialect(paramstyle="named"),
+        column_keys=list(keys),
+        compile_kwargs={"render_postcompile": True},
+    )
+
+
+def _params(done: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of one execution: the statement's own values and ``given``, converted
+    as SQLAlchemy would (a float column's ``to_float``)."""
+    values: dict[str, Any] = done.construct_params(dict(given))
+    for name, process in (getattr(done, "_bind_processors", None) or {}).items():
+        if values.get(name) is not None:
+            values[name] = process(values[name])
+    return values
+
+
 class DbapiConnection:
-    """A DBAPI ``sqlite3`` connection inside one transaction, answering like SQLAlchemy's."""
+    """A ``sqlite3`` connection inside one transaction (or one read), answering like
+    SQLAlchemy's."""
 
     dialect = _Dialect()
 
     def __init__(self, raw: sqlite3.Connection) -> None:
-        self._raw = raw
+        self.raw = raw
 
-    def execute(self, stmt: Executable, params: Mapping[str, Any] | None = None) -> DbapiResult:
-        values = params or {}
-        compiled = _compiled(stmt, tuple(values))
-        if compiled.processors:  # a copy only where a value is converted (a float column)
-            values = dict(values)
-            for name, process in compiled.processors.items():
-                if name in values:
-                    values[name] = process(values[name])
-        return DbapiResult(self._raw.execute(compiled.sql, values))
+    def execute(
+        self, stmt: Any, params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
+    ) -> DbapiResult:
+        if isinstance(stmt, Stmt):
+            return DbapiResult(self.raw.execute(stmt.sqlite, params or {}))
+        if isinstance(params, Sequence):  # many rows (an INSERT of each: executemany)
+            if not params:
+                return DbapiResult(self.raw.execute("SELECT 1 WHERE 0"))
+            done = _compile(stmt, list(params[0]))
+            rows = [_params(done, p) for p in params]
+            return DbapiResult(self.raw.executemany(done.string, rows))
+        done = _compile(stmt, list(params or {}))
+        return DbapiResult(self.raw.execute(done.string, _params(done, params or {})))
+
+    def exec_driver_sql(self, sql: str) -> DbapiResult:
+        return DbapiResult(self.raw.execute(sql))
 
 
 # A forked child's copies of its parent's connection wrappers: kept referenced, never used or
@@ -125,51 +154,58 @@ _INHERITED: list[Any] = []
 
 
 class LeanSqlite:
-    """One DBAPI connection of a SQLite ledger's engine, for its appends (thread-safe: one
-    transaction at a time; a forked child opens its own instead of sharing its parent's)."""
+    """The one ``sqlite3`` connection of a SQLite ledger (thread-safe: one transaction or read
+    at a time; a forked child opens its own instead of sharing its parent's)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        self._pooled: Any = None
         self._raw: sqlite3.Connection | None = None
 
     def _after_fork(self) -> None:
-        """In a forked child: leave the parent's connection (and pool) alone, start afresh —
-        with a new lock too, in case another thread of the parent held it at the fork."""
-        if self._pooled is not None:
-            _INHERITED.append(self._pooled)
-        self._pooled = self._raw = None
-        self._engine.dispose(close=False)  # SQLAlchemy's advice for a forked child's pool
+        """In a forked child: leave the parent's connection alone, start afresh — with a new
+        lock too, in case another thread of the parent held it at the fork."""
+        if self._raw is not None:
+            _INHERITED.append(self._raw)
+        self._raw = None
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
     def _connection(self) -> sqlite3.Connection:
         if self._raw is None:
-            # From the engine's pool: its connect hook set WAL, busy_timeout and autocommit
-            # mode (``isolation_level = None``: we issue BEGIN IMMEDIATE ourselves).
-            self._pooled = self._engine.raw_connection()
-            self._raw = self._pooled.driver_connection
-        assert self._raw is not None
+            self._raw = connect_sqlite(self.path)
         return self._raw
 
     def _drop(self) -> None:
         """Give up the connection after a failure that may have left it mid-transaction (a
-        failed COMMIT, an interrupt): invalidated, so its lock goes; the next append opens
-        another."""
-        pooled, self._pooled, self._raw = self._pooled, None, None
-        if pooled is not None:
+        failed COMMIT, an interrupt) or at ``synchronous=FULL``: closed, so its lock goes; the
+        next use opens another."""
+        raw, self._raw = self._raw, None
+        if raw is not None:
             try:
-                pooled.invalidate()
+                raw.close()
             except Exception:  # noqa: BLE001 - already broken: nothing more to release
                 pass
 
     @contextmanager
-    def begin(self) -> Iterator[DbapiConnection]:
+    def read(self) -> Iterator[DbapiConnection]:
+        """The connection for reads (each statement sees the last commit)."""
+        if self._pid != os.getpid():
+            self._after_fork()
+        with self._lock:
+            raw = self._connection()
+            if raw.in_transaction:  # never expected: a leftover is rolled back, not read in
+                raw.rollback()
+            yield DbapiConnection(raw)
+
+    @contextmanager
+    def begin(self, *, durable: bool = False) -> Iterator[DbapiConnection]:
         """One write transaction: ``BEGIN IMMEDIATE`` (writers queue for the lock, as on the
         SQLAlchemy path), committed when the block ends, rolled back if anything raises —
-        a COMMIT that fails too: the write lock is never left held."""
+        a COMMIT that fails too: the write lock is never left held. ``durable``: committed
+        with ``synchronous=FULL`` (on disk when it returns), then back to ``NORMAL``; a
+        connection that cannot be put back is dropped, never kept at ``FULL``."""
         if self._pid != os.getpid():
             self._after_fork()
         with self._lock:
@@ -177,6 +213,8 @@ class LeanSqlite:
             try:
                 if raw.in_transaction:  # never expected: a leftover is rolled back, not joined
                     raw.rollback()
+                if durable:
+                    raw.execute("PRAGMA synchronous=FULL")
                 raw.execute("BEGIN IMMEDIATE")
                 yield DbapiConnection(raw)
                 raw.commit()
@@ -190,12 +228,18 @@ class LeanSqlite:
                 if raw.in_transaction:
                     self._drop()
                 raise
+            finally:
+                if durable and self._raw is raw:
+                    try:
+                        raw.execute("PRAGMA synchronous=NORMAL")
+                    except Exception:  # noqa: BLE001 - the transaction's own error counts
+                        self._drop()
 
     def close(self) -> None:
         if self._pid != os.getpid():
             self._after_fork()
             return
         with self._lock:
-            if self._pooled is not None:
-                self._pooled.close()  # back to the pool, which the engine then disposes of
-            self._pooled = self._raw = None
+            if self._raw is not None:
+                self._raw.close()
+            self._raw = None

@@ -37,7 +37,7 @@ def light_events(
     from .sql_ledger import SqlLedger
 
     kinds = list(kinds)
-    if isinstance(ledger, SqlLedger) and ledger._sqlite:
+    if isinstance(ledger, SqlLedger) and ledger._lean is not None:  # a SQLite file
         return _sqlite_events(ledger, plan_id, kinds, run_id, after_seq)
     return [
         _without_heavy(e)
@@ -56,25 +56,19 @@ def _without_heavy(ev: ProgressEvent) -> ProgressEvent:
 def _sqlite_events(
     ledger: Any, plan_id: str, kinds: list[EventKind | str], run_id: str | None, after_seq: int
 ) -> list[ProgressEvent]:
-    from sqlalchemy import and_, case, func, select
-
-    from ._tables import EventRow
-
-    ev = EventRow.__table__  # type: ignore[attr-defined]
-    paths = [f"$.{k}" for k in HEAVY_KEYS]
-    data = case(
-        (
-            and_(ev.c.kind.in_(_HEAVY_KINDS), func.json_valid(ev.c.data) == 1),
-            func.json_remove(ev.c.data, *paths),
-        ),
-        else_=ev.c.data,
+    names = kind_names(kinds)
+    heavy = ", ".join(f"'$.{k}'" for k in HEAVY_KEYS)
+    light = ", ".join("?" for _ in _HEAVY_KINDS)
+    data = (
+        f"CASE WHEN kind IN ({light}) AND json_valid(data) = 1 "
+        f"THEN json_remove(data, {heavy}) ELSE data END AS data"
     )
-    columns = [data.label("data") if c == "data" else ev.c[c] for c in EVENTS.columns]
-    q = select(*columns).where(
-        ev.c.plan_id == plan_id, ev.c.seq > after_seq, ev.c.kind.in_(kind_names(kinds))
-    )
+    columns = ", ".join(data if c == "data" else c for c in EVENTS.columns)
+    where = f"plan_id = ? AND seq > ? AND kind IN ({', '.join('?' for _ in names)})"
+    params: list[Any] = [*_HEAVY_KINDS, plan_id, after_seq, *names]
     if run_id is not None:
-        q = q.where(ev.c.run_id == run_id)
-    with ledger._engine.connect() as conn:
+        where, params = f"{where} AND run_id = ?", [*params, run_id]
+    sql = f"SELECT {columns} FROM {EVENTS.name} WHERE {where} ORDER BY seq"
+    with ledger._lean.read() as lean:
         # (A run_started whose data SQLite cannot read as JSON keeps its keys: dropped here.)
-        return [_without_heavy(event_from_row(r)) for r in conn.execute(q.order_by(ev.c.seq))]
+        return [_without_heavy(event_from_row(r)) for r in lean.raw.execute(sql, params)]

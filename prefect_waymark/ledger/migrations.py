@@ -21,17 +21,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-
-from sqlalchemy import insert, select, update
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING
 
 from ..errors import LedgerError
-from ._tables import MetaRow
 from .schema import LEDGER_ID_KEY, SCHEMA_VERSION, SCHEMA_VERSION_KEY
+from .statements import INSERT_META, META_VALUE, UPDATE_META
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 __all__ = ["MIGRATIONS", "Migration", "migrate", "new_ledger_meta"]
-
-_meta = MetaRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -44,20 +43,20 @@ class Migration:
 
 
 def _meta_value(conn: Connection, key: str) -> str | None:
-    row = conn.execute(select(_meta.c.value).where(_meta.c.key == key)).first()
+    row = conn.execute(META_VALUE, {"p_key": key}).first()
     return None if row is None else str(row.value)
 
 
 def _set_meta(conn: Connection, key: str, value: str) -> None:
     if _meta_value(conn, key) is None:
-        conn.execute(insert(_meta).values(key=key, value=value))
+        conn.execute(INSERT_META, {"key": key, "value": value})
     else:
-        conn.execute(update(_meta).where(_meta.c.key == key).values(value=value))
+        conn.execute(UPDATE_META, {"p_key": key, "value": value})
 
 
 def _add_identity(conn: Connection) -> None:
     if _meta_value(conn, LEDGER_ID_KEY) is None:
-        conn.execute(insert(_meta).values(key=LEDGER_ID_KEY, value=str(uuid.uuid4())))
+        conn.execute(INSERT_META, {"key": LEDGER_ID_KEY, "value": str(uuid.uuid4())})
 
 
 MIGRATIONS: tuple[Migration, ...] = (Migration(2, "a ledger identity (ledger_id)", _add_identity),)

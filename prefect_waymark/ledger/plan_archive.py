@@ -19,33 +19,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
-from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow, insert_step_states
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .plan_close import closed_meta
 from .plan_rename import renamed_to
 from .receipt_records import ReceiptRecord
 from .restored_refs import SEQ_MAX, restored_holds, shift_refs
 from .schema import EVENTS, LEDGER_ID_KEY, event_from_row, event_values
+from .statements import table
 from .step_state import StepState, apply_event
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from sqlalchemy.engine import Engine
+    from sqlalchemy.engine import Connection
 
 __all__ = ["ArchiveSnapshot", "PlanArchive"]
 
-_ev = EventRow.__table__  # type: ignore[attr-defined]
-_steps = StepRow.__table__  # type: ignore[attr-defined]
-_rc = ReceiptRow.__table__  # type: ignore[attr-defined]
-_meta = MetaRow.__table__  # type: ignore[attr-defined]
-_holds = HoldRow.__table__  # type: ignore[attr-defined]
+
+def _tables() -> tuple[Any, Any, Any, Any, Any]:
+    """The events, steps, receipts, meta and holds tables (SQLAlchemy: an archive is rare)."""
+    names = ("waymark_events", "waymark_steps", "waymark_receipts", "waymark_meta", "waymark_holds")
+    ev, steps, rc, meta, holds = (table(n) for n in names)
+    return ev, steps, rc, meta, holds
 
 
 @dataclass(frozen=True)
@@ -65,18 +63,22 @@ class ArchiveSnapshot:
 class PlanArchive:
     """Export and restore of :class:`~prefect_waymark.ledger.SqlLedger` (mixed into it)."""
 
-    _engine: Engine
     ledger_id: str | None
 
-    if TYPE_CHECKING:  # provided by SqlLedger / SqlReceipts
+    if TYPE_CHECKING:  # provided by SqlLedger / SqlReads
 
-        def _write(self) -> AbstractContextManager[Connection]: ...
+        def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
+
+        def _read(self) -> AbstractContextManager[Connection]: ...
 
     # -- reading -------------------------------------------------------------------------
     def archive_snapshot(self, plan_id: str) -> ArchiveSnapshot:
         """The plan's last and first ``seq``, event count per kind and receipt rows, in one
-        read transaction."""
-        with self._engine.connect() as conn:
+        read transaction (a write transaction on SQLite: appends wait for its two reads)."""
+        from sqlalchemy import func, select
+
+        _ev, _, _rc, _, _ = _tables()
+        with self._write() as conn:
             rows = conn.execute(
                 select(_ev.c.kind, func.count(), func.min(_ev.c.seq), func.max(_ev.c.seq))
                 .where(_ev.c.plan_id == plan_id)
@@ -97,13 +99,16 @@ class PlanArchive:
         self, plan_id: str, *, after_seq: int, upto_seq: int, limit: int = 2000
     ) -> list[ProgressEvent]:
         """At most ``limit`` events of the plan with ``after_seq < seq <= upto_seq``, in order."""
+        from sqlalchemy import select
+
+        _ev = table("waymark_events")
         q = (
             select(_ev)
             .where(_ev.c.plan_id == plan_id, _ev.c.seq > after_seq, _ev.c.seq <= upto_seq)
             .order_by(_ev.c.seq)
             .limit(limit)
         )
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             return [event_from_row(r) for r in conn.execute(q)]
 
     # -- writing -------------------------------------------------------------------------
@@ -125,6 +130,9 @@ class PlanArchive:
         """
         if not events:
             raise LedgerError(f"the export of plan {plan_id!r} has no event: nothing to restore")
+        from sqlalchemy import func, insert, select, update
+
+        _ev, _steps, _rc, _meta, _ = _tables()
         with self._write() as conn:
             if conn.dialect.name == "postgresql":  # appends wait: the seq numbers stay ours
                 for table in (_ev.name, _rc.name, _steps.name):
@@ -177,6 +185,9 @@ class PlanArchive:
     def _check_restore(
         conn: Connection, plan_id: str, receipts: Sequence[ReceiptRecord], *, adopt: bool
     ) -> None:
+        from sqlalchemy import func, select
+
+        _ev, _, _rc, _, _ = _tables()
         n = int(
             conn.execute(
                 select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
@@ -209,6 +220,11 @@ class PlanArchive:
     @staticmethod
     def _fold_restored(conn: Connection, events: Sequence[ProgressEvent], offset: int) -> int:
         """The projection (and the holds of the steps in progress) from the restored events."""
+        from sqlalchemy import insert
+
+        from ._tables import insert_step_states
+
+        _holds = table("waymark_holds")
         states: dict[str, StepState] = {}
         last: dict[str, int] = {}
         started: dict[str, ProgressEvent] = {}

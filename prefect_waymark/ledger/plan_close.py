@@ -19,24 +19,18 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, insert, select
-from sqlalchemy.engine import Connection
-
 from ..errors import LedgerError, PlanClosedError
-from ._tables import HoldRow, MetaRow, ReceiptRow, StepRow
 from .events import EventKind, ProgressEvent
-from .schema import states_by_step
+from .schema import HOLDS, RECEIPTS, STEPS, states_by_step
+from .statements import INSERT_META, STEP_STATES, STOP_ROWS
 from .step_state import StepState
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-__all__ = ["GUARDED_KINDS", "PlanCloses", "closed_key", "closed_meta", "refuse_if_stopped"]
+    from sqlalchemy.engine import Connection
 
-_steps = StepRow.__table__  # type: ignore[attr-defined]
-_holds = HoldRow.__table__  # type: ignore[attr-defined]
-_rc = ReceiptRow.__table__  # type: ignore[attr-defined]
-_meta = MetaRow.__table__  # type: ignore[attr-defined]
+__all__ = ["GUARDED_KINDS", "PlanCloses", "closed_key", "closed_meta", "refuse_if_stopped"]
 
 #: The kinds that begin new work: refused for a closed (or renamed) plan.
 NEW_WORK = frozenset(
@@ -71,20 +65,13 @@ def _closed_message(plan_id: str, record: dict[str, Any], kind: EventKind) -> st
     )
 
 
-# Built once (two plain binds, no expanding IN): the SQL ledger's append runs it for every
-# step_started, on SQLAlchemy's connection or on the lean DBAPI one (``ledger/dbapi_conn.py``).
-_STOP_ROWS = select(_meta.c.key, _meta.c.value).where(
-    _meta.c.key.in_([bindparam("p_renamed"), bindparam("p_closed")])
-)
-
-
 def refuse_if_stopped(conn: Connection, plan_id: str, kind: EventKind) -> None:
     """Inside a write transaction, for a :data:`GUARDED_KINDS` event: one lookup of the plan's
     ``renamed:`` and ``closed:`` meta rows. Raise :class:`LedgerError` if the id was renamed
     away, :class:`PlanClosedError` if the plan was closed."""
     keys = {_renamed_key(plan_id): "renamed", closed_key(plan_id): "closed"}
     rows = conn.execute(
-        _STOP_ROWS, {"p_renamed": _renamed_key(plan_id), "p_closed": closed_key(plan_id)}
+        STOP_ROWS, {"p_renamed": _renamed_key(plan_id), "p_closed": closed_key(plan_id)}
     )
     found = {keys[r.key]: str(r.value) for r in rows}
     if "renamed" in found:
@@ -120,7 +107,7 @@ class PlanCloses:
 
     if TYPE_CHECKING:  # provided by SqlLedger / SqlReceipts
 
-        def _write(self) -> AbstractContextManager[Connection]: ...
+        def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 
         def _append(
             self, conn: Connection, ev: ProgressEvent, lease_seconds: float
@@ -134,14 +121,14 @@ class PlanCloses:
             if conn.dialect.name == "postgresql":
                 # Step starts (they take a hold first), action claims (they write receipts) and
                 # step events wait until the close commits, then see it.
-                for table in (_holds.name, _rc.name, _steps.name):
+                for table in (HOLDS.name, RECEIPTS.name, STEPS.name):
                     conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
             refuse_if_stopped(conn, plan_id, EventKind.plan_closed)
-            rows = conn.execute(select(_steps.c.state).where(_steps.c.plan_id == plan_id))
+            rows = conn.execute(STEP_STATES, {"p_plan": plan_id})
             data = decide(states_by_step(r.state for r in rows))
             if data is None:
                 return None
             ev = ProgressEvent(plan_id=plan_id, kind=EventKind.plan_closed, data=data)
             stored = self._append(conn, ev, 60.0)
-            conn.execute(insert(_meta).values(**closed_meta(stored)))
+            conn.execute(INSERT_META, closed_meta(stored))
             return stored

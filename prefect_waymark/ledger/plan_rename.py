@@ -11,28 +11,30 @@ has a history in this ledger.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
-from ._tables import EventRow, HoldRow, MetaRow, ReceiptRow, StepRow, insert_step_states
 from .base import LedgerReader
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .schema import event_from_row, event_values, kind_names
+from .statements import META_VALUE, table
 from .step_state import StepState, apply_event
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from sqlalchemy.engine import Connection
+
 __all__ = ["PlanRenames", "check_not_renamed", "refuse_if_renamed", "renamed_to"]
 
-_ev = EventRow.__table__  # type: ignore[attr-defined]
-_steps = StepRow.__table__  # type: ignore[attr-defined]
-_holds = HoldRow.__table__  # type: ignore[attr-defined]
-_rc = ReceiptRow.__table__  # type: ignore[attr-defined]
-_meta = MetaRow.__table__  # type: ignore[attr-defined]
+
+def _tables() -> tuple[Any, Any, Any, Any, Any]:
+    """The events, steps, holds, receipts and meta tables (SQLAlchemy: a rename is rare)."""
+    names = ("waymark_events", "waymark_steps", "waymark_holds", "waymark_receipts", "waymark_meta")
+    ev, steps, holds, rc, meta = (table(n) for n in names)
+    return ev, steps, holds, rc, meta
+
+
 _COPIED = ("step_id", "branch", "kind", "run_id", "at", "data")
 
 
@@ -46,7 +48,7 @@ def refuse_if_renamed(conn: Connection, plan_id: str) -> None:
     """Inside a write transaction: raise :class:`LedgerError` if ``plan_id`` was renamed away
     (a run that started under the old id must not start a step or claim an action after the
     rename: the next run under the new id would not see them, and could act again)."""
-    row = conn.execute(select(_meta.c.value).where(_meta.c.key == _renamed_key(plan_id))).first()
+    row = conn.execute(META_VALUE, {"p_key": _renamed_key(plan_id)}).first()
     if row is not None:
         raise LedgerError(
             f"plan {plan_id!r} was renamed to {row.value!r} while this run went on; it stops "
@@ -81,7 +83,7 @@ class PlanRenames:
 
     if TYPE_CHECKING:  # provided by SqlLedger / SqlReceipts
 
-        def _write(self) -> AbstractContextManager[Connection]: ...
+        def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 
     def rename_plan(self, old: str, new: str, *, by: str) -> dict[str, int]:
         """Carry plan ``old``'s history and receipts over to ``new``; return the counts
@@ -89,6 +91,9 @@ class PlanRenames:
         the rename cannot be done; then nothing changed."""
         if old == new:
             raise LedgerError(f"the plan is already called {new!r}: nothing to rename")
+        from sqlalchemy import insert, select, update
+
+        _ev, _steps, _holds, _rc, _meta = _tables()
         with self._write() as conn:
             if conn.dialect.name == "postgresql":
                 # Step starts (they take a hold first), action claims (they write receipts) and
@@ -119,6 +124,10 @@ class PlanRenames:
 
     @staticmethod
     def _check_rename(conn: Connection, old: str, new: str) -> None:
+        from sqlalchemy import func, select
+
+        _ev, _, _holds, _, _ = _tables()
+
         def count(plan_id: str) -> int:
             q = select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
             return int(conn.execute(q).scalar_one())
@@ -153,6 +162,9 @@ class PlanRenames:
     @staticmethod
     def _copy_events(conn: Connection, old: str, new: str) -> int:
         """Copies in the old order (inserted one by one in it, so their ``seq`` keeps it)."""
+        from sqlalchemy import insert, select
+
+        _ev = table("waymark_events")
         q = select(*(_ev.c[c] for c in _COPIED)).where(_ev.c.plan_id == old).order_by(_ev.c.seq)
         rows = [{"plan_id": new, **dict(zip(_COPIED, r, strict=True))} for r in conn.execute(q)]
         if rows:
@@ -161,6 +173,11 @@ class PlanRenames:
 
     @staticmethod
     def _fold_copies(conn: Connection, plan_id: str) -> int:
+        from sqlalchemy import select
+
+        from ._tables import insert_step_states
+
+        _ev = table("waymark_events")
         q = (
             select(_ev)
             .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(STEP_EVENT_KINDS)))

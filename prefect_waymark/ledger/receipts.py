@@ -21,16 +21,11 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal
-
-from sqlalchemy import select, update
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..errors import LedgerError, ReceiptConflictError
 from ..models import utcnow
-from ._tables import ReceiptRow
 from .base import this_host
 from .events import EventKind, ProgressEvent
 from .plan_rename import refuse_if_renamed
@@ -41,7 +36,18 @@ from .receipt_records import (
     ReceiptStore,
     default_action_key,
 )
-from .upserts import insert_ignoring_conflict
+from .statements import (
+    INSERT_RECEIPT,
+    PLAIN_INSERT_RECEIPT,
+    RECEIPT,
+    RECEIPT_LOCKED,
+    RECEIPTS_OF_PLAN,
+    RECEIPTS_OF_STEP,
+    UPDATE_RECEIPT,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
 
 __all__ = [
     "ActionClaim",
@@ -50,8 +56,6 @@ __all__ = [
     "SqlReceipts",
     "default_action_key",
 ]
-
-_rc = ReceiptRow.__table__  # type: ignore[attr-defined]
 
 
 def _intent(
@@ -94,6 +98,13 @@ def _restore_synchronous(conn: Connection) -> None:
         conn.invalidate()
 
 
+def _update_values(rec: ReceiptRecord) -> dict[str, Any]:
+    """The parameters of ``UPDATE_RECEIPT`` for ``rec``'s row (its key is the row's)."""
+    values = rec.row_values()
+    values["p_key"] = values.pop("key")
+    return values
+
+
 def _keep_result(result: Any) -> Any:
     try:
         text = json.dumps(result, sort_keys=True)
@@ -111,9 +122,14 @@ class SqlReceipts(ReceiptStore):
     first one to commit, then does nothing.
     """
 
-    _engine: Engine
-
     if TYPE_CHECKING:  # provided by SqlLedger
+
+        @property
+        def _engine(self) -> Engine: ...
+
+        def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
+
+        def _read(self) -> AbstractContextManager[Connection]: ...
 
         def _append(
             self, conn: Connection, ev: ProgressEvent, lease_seconds: float
@@ -154,7 +170,7 @@ class SqlReceipts(ReceiptStore):
             if self._insert_new(conn, rec):
                 self._event(conn, rec, EventKind.action_intent, branch, run_id, claims=1)
                 return ActionClaim(status="claimed", record=rec)
-            row = conn.execute(select(_rc).where(_rc.c.key == key).with_for_update()).one()
+            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).one()
             old = ReceiptRecord.from_row(row)
             if (old.plan_id, old.step_id, old.action) != (plan_id, step_id, action):
                 raise ReceiptConflictError(
@@ -180,7 +196,7 @@ class SqlReceipts(ReceiptStore):
                     note="a probe found the action not applied; claiming it again",
                 )
             new = rec.model_copy(update={"claims": old.claims + 1})
-            conn.execute(update(_rc).where(_rc.c.key == key).values(**new.row_values()))
+            conn.execute(UPDATE_RECEIPT, _update_values(new))
             self._event(conn, new, EventKind.action_intent, branch, run_id, claims=new.claims)
             return ActionClaim(status="claimed", record=new)
 
@@ -208,7 +224,7 @@ class SqlReceipts(ReceiptStore):
         """
         now = utcnow().isoformat()
         with self._write(durable=True) as conn:
-            row = conn.execute(select(_rc).where(_rc.c.key == key).with_for_update()).first()
+            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).first()
             if row is None:
                 if token is not None or step is None:
                     raise ReceiptConflictError(f"no intent recorded for idempotency key {key!r}")
@@ -239,7 +255,7 @@ class SqlReceipts(ReceiptStore):
                     "note": note,
                 }
             )
-            conn.execute(update(_rc).where(_rc.c.key == key).values(**new.row_values()))
+            conn.execute(UPDATE_RECEIPT, _update_values(new))
             applied = outcome == "applied"
             kind = EventKind.action_applied if applied else EventKind.action_not_applied
             by_run = run_id if run_id is not None or token is None else old.run_id
@@ -251,27 +267,30 @@ class SqlReceipts(ReceiptStore):
     # -- reads ---------------------------------------------------------------------------
     def receipt(self, key: str) -> ReceiptRecord | None:
         """The row of ``key`` (intent or settled), if any."""
-        with self._engine.connect() as conn:
-            row = conn.execute(select(_rc).where(_rc.c.key == key)).first()
+        with self._read() as conn:
+            row = conn.execute(RECEIPT, {"p_key": key}).first()
         return ReceiptRecord.from_row(row) if row is not None else None
 
     def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
         """Every receipt row of a plan (or of one step), oldest intent first."""
-        q = select(_rc).where(_rc.c.plan_id == plan_id)
+        q, params = RECEIPTS_OF_PLAN, {"p_plan": plan_id}
         if step_id is not None:
-            q = q.where(_rc.c.step_id == step_id)
-        with self._engine.connect() as conn:
-            rows = [ReceiptRecord.from_row(r) for r in conn.execute(q)]
+            q, params = RECEIPTS_OF_STEP, {**params, "p_step": step_id}
+        with self._read() as conn:
+            rows = [ReceiptRecord.from_row(r) for r in conn.execute(q, params)]
         return sorted(rows, key=lambda r: (r.intent_at, r.key))
 
     # -- helpers -------------------------------------------------------------------------
     @contextmanager
-    def _write(self, *, durable: bool = False) -> Iterator[Connection]:
-        """One write transaction. ``durable``: its commit is on disk when it returns. SQLite
+    def _sa_write(self, *, durable: bool = False) -> Iterator[Connection]:
+        """One write transaction through SQLAlchemy's engine (the ``sqlite3`` path:
+        ``LeanSqlite.begin``). ``durable``: its commit is on disk when it returns. SQLite
         commits it with ``synchronous=FULL`` — the ledger's own ``NORMAL`` (WAL) survives a
         killed process but not a power loss or an OS crash, which could take an intent back
         after its effect happened and let the next run do the effect again; PostgreSQL with
         ``synchronous_commit = on``, whatever the server, role or database sets."""
+        from sqlalchemy.exc import OperationalError
+
         try:
             with self._engine.connect() as conn:
                 full = durable and conn.dialect.name == "sqlite"
@@ -293,12 +312,13 @@ class SqlReceipts(ReceiptStore):
     def _insert_new(self, conn: Connection, rec: ReceiptRecord) -> bool:
         # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL
         # transaction).
-        stmt = insert_ignoring_conflict(conn.dialect.name, _rc, _rc.c.key)
-        if stmt is not None:
-            return conn.execute(stmt, rec.row_values()).first() is not None
+        if conn.dialect.name == "sqlite" or INSERT_RECEIPT.sa(conn.dialect.name) is not None:
+            return conn.execute(INSERT_RECEIPT, rec.row_values()).first() is not None
+        from sqlalchemy.exc import IntegrityError
+
         try:  # another SQL back-end: let the primary key raise
             with conn.begin_nested():
-                conn.execute(_rc.insert(), rec.row_values())
+                conn.execute(PLAIN_INSERT_RECEIPT, rec.row_values())
             return True
         except IntegrityError:
             return False

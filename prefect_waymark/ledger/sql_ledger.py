@@ -1,21 +1,22 @@
-"""The SQL ledger: SQLite (WAL, the embedded default) or PostgreSQL through psycopg 3."""
+"""The SQL ledger: SQLite (WAL, the embedded default) or PostgreSQL through psycopg 3.
+
+A SQLite ledger file runs on the standard library's ``sqlite3`` (``ledger/dbapi_conn.py``, the
+statements of ``ledger/statements.py``): a run, a check-in or a read imports no SQLAlchemy.
+PostgreSQL, a SQLite URL with query options and ``lean=False`` go through SQLAlchemy's engine.
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
-
-from sqlalchemy import bindparam, delete, event, func, insert, inspect, select, update
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import BranchBusyError, LedgerError, LedgerNotFound
-from ._tables import EventRow, HoldRow, MetaRow, StepRow, insert_step_states, metadata
-from .base import Hold, Ledger, event_kind, this_host
+from .base import Ledger, event_kind, this_host
 from .dbapi_conn import LeanSqlite
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
@@ -24,8 +25,8 @@ from .plan_close import GUARDED_KINDS, PlanCloses, refuse_if_stopped
 from .plan_rename import PlanRenames
 from .receipts import SqlReceipts
 from .schema import (
-    EVENTS,
     LEDGER_ID_KEY,
+    META,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     STEPS,
@@ -33,91 +34,35 @@ from .schema import (
     event_from_row,
     event_values,
     kind_names,
-    states_by_step,
+)
+from .sql_reads import SqlReads
+from .sqlite_ddl import create_missing_tables, existing_tables
+from .sqlite_reader import sqlite_path
+from .statements import (
+    CLAIM_META,
+    CLAIM_STEP,
+    HOLDER,
+    INSERT_EVENT,
+    META_VALUE,
+    META_VALUE_LOCKED,
+    RELEASE_HOLD,
+    RENEW,
+    STEP_STATE,
+    TAKE_HOLD,
+    UPDATE_STEP,
+    table,
 )
 from .step_state import StepState, apply_event, check_status_transition, folded_json, row_fields
-from .upserts import insert_ignoring_conflict
 from .urls import check_ledger_url
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
 
 __all__ = ["SqlLedger"]
 
-_ev = EventRow.__table__  # type: ignore[attr-defined]
-_steps = StepRow.__table__  # type: ignore[attr-defined]
-_holds = HoldRow.__table__  # type: ignore[attr-defined]
-_meta = MetaRow.__table__  # type: ignore[attr-defined]
-
-# Events are append-only in the database too: triggers refuse UPDATE, DELETE (and TRUNCATE),
-# created together with the events table.
-_E = EVENTS.name
-_APPEND_ONLY = f"{_E} is append-only: events are never updated or deleted"
-_TRIGGERS = {
-    "sqlite": [
-        f"CREATE TRIGGER {_E}_no_update BEFORE UPDATE ON {_E} "
-        f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
-        f"CREATE TRIGGER {_E}_no_delete BEFORE DELETE ON {_E} "
-        f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
-    ],
-    "postgresql": [
-        f"CREATE OR REPLACE FUNCTION {_E}_append_only() RETURNS trigger "
-        f"LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$",
-        f"CREATE TRIGGER {_E}_no_change BEFORE UPDATE OR DELETE ON {_E} "
-        f"FOR EACH ROW EXECUTE FUNCTION {_E}_append_only()",
-        f"CREATE TRIGGER {_E}_no_truncate BEFORE TRUNCATE ON {_E} "
-        f"FOR EACH STATEMENT EXECUTE FUNCTION {_E}_append_only()",
-    ],
-}
-
-
-@event.listens_for(_ev, "after_create")
-def _append_only_triggers(_table: Any, connection: Connection, **_kw: Any) -> None:
-    for statement in _TRIGGERS.get(connection.dialect.name, []):
-        connection.exec_driver_sql(statement)
-
-
-# The append path's statements, built once: SQLAlchemy then reuses their compiled form, which
-# more than doubles the append rate over building each statement per event.
-_INSERT_EVENT = insert(_ev).returning(_ev.c.seq)
-_STEP_STATE = (
-    select(_steps.c.state)
-    .where(_steps.c.plan_id == bindparam("p_plan"), _steps.c.step_id == bindparam("p_step"))
-    .with_for_update()
-)
-_INSERT_STEP = insert(_steps)
-
-
-# A step's first event inserts an empty projection row first, so that SELECT ... FOR UPDATE has a
-# row to lock: a concurrent first event for the same step then waits instead of failing on the
-# primary key (PostgreSQL) — the loser re-reads the winner's state and is checked against it.
-def _claim_step(dialect: str) -> Any:
-    return insert_ignoring_conflict(dialect, _steps)
-
-
-_UPDATE_STEP = (
-    update(_steps)
-    .where(_steps.c.plan_id == bindparam("p_plan"), _steps.c.step_id == bindparam("p_step"))
-    .values(last_seq=bindparam("last_seq"), state=bindparam("state"))
-)
-
-
-# ON CONFLICT DO NOTHING: the (plan_id, branch) primary key still decides who holds the slot;
-# a loser gets no row back instead of an error that would abort a PostgreSQL transaction.
-def _take_hold_stmt(dialect: str) -> Any:
-    return insert_ignoring_conflict(dialect, _holds, _holds.c.branch)
-
-
-_HOLDER = select(_holds.c.step_id, _holds.c.run_id).where(
-    _holds.c.plan_id == bindparam("p_plan"), _holds.c.branch == bindparam("p_branch")
-)
-_RELEASE_HOLD = delete(_holds).where(
-    _holds.c.plan_id == bindparam("p_plan"),
-    _holds.c.branch == bindparam("p_branch"),
-    _holds.c.step_id == bindparam("p_step"),
-    _holds.c.run_id == bindparam("p_run"),
-)
-
 
 def _sqlite_engine(url: str) -> Engine:
-    from sqlalchemy import create_engine
+    from sqlalchemy import create_engine, event
 
     engine = create_engine(url)
 
@@ -138,85 +83,145 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
-class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
+class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
     def __init__(self, url: str, *, create: bool = True, lean: bool = True) -> None:
-        """``lean`` (SQLite): appends go through one DBAPI connection (``ledger/dbapi_conn.py``)
-        instead of SQLAlchemy's execution layer — the same statements, ~3x the append rate;
-        ``lean=False`` keeps SQLAlchemy's path (the conformance suite runs both)."""
+        """``lean`` (a SQLite file): everything goes through one ``sqlite3`` connection
+        (``ledger/dbapi_conn.py``) instead of SQLAlchemy — the same statements, ~3x the append
+        rate, no SQLAlchemy import; ``lean=False`` keeps SQLAlchemy's path (the conformance
+        suite runs both)."""
         self.url = check_ledger_url(url)  # a malformed or in-memory URL: LedgerUrlError
         self._lean: LeanSqlite | None = None
-        parsed = make_url(url)
-        self._sqlite = parsed.get_backend_name() == "sqlite"
+        self._sa_engine: Engine | None = None
+        self._sqlite = url.split(":", 1)[0].split("+", 1)[0].lower() == "sqlite"
         if self._sqlite:
-            db = parsed.database or ""
-            if db and db != ":memory:":
-                path = Path(db)
-                if create:
-                    try:
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                    except OSError as exc:
-                        raise LedgerError(
-                            f"cannot create the ledger folder {path.parent}: {exc}"
-                        ) from exc
-                    if path.parent.exists() and not os.access(path.parent, os.W_OK):
-                        raise LedgerError(f"cannot write the ledger at {path}: folder not writable")
-                elif not path.exists():
-                    raise LedgerNotFound(f"no ledger at {path}")
-            self._engine = _sqlite_engine(url)
-            self._lean = LeanSqlite(self._engine) if lean else None
-        else:
-            from sqlalchemy import create_engine
-
-            try:
-                self._engine = create_engine(url, pool_pre_ping=True)
-            except (SQLAlchemyError, ImportError) as exc:
-                raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
+            path = sqlite_path(url) if lean else None
+            self._check_sqlite_file(path or self._sa_database(), create)
+            if path is not None:
+                self._lean = LeanSqlite(path)
         try:
-            self._prepare(create)
-        except DatabaseError as exc:  # also "file is not a database", not only OperationalError
-            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
+            if self._lean is not None:
+                self._prepare_lean(create)
+            else:
+                self._prepare(create)
+        except sqlite3.DatabaseError as exc:  # "file is not a database", a locked file, …
+            self.close()
+            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
+        except Exception as exc:
+            from sqlalchemy.exc import DatabaseError
+
+            self.close()
+            if isinstance(exc, DatabaseError):  # not only OperationalError
+                raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
+            raise
+
+    @property
+    def _engine(self) -> Engine:
+        """SQLAlchemy's engine (PostgreSQL, ``lean=False``), made on first use."""
+        if self._sa_engine is None:
+            if self._sqlite:
+                self._sa_engine = _sqlite_engine(self.url)
+            else:
+                from sqlalchemy import create_engine
+                from sqlalchemy.exc import SQLAlchemyError
+
+                try:
+                    self._sa_engine = create_engine(self.url, pool_pre_ping=True)
+                except (SQLAlchemyError, ImportError) as exc:
+                    raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
+        return self._sa_engine
+
+    def _sa_database(self) -> Path | None:
+        from sqlalchemy.engine import make_url
+
+        db = make_url(self.url).database or ""
+        return Path(db) if db and db != ":memory:" else None
+
+    @staticmethod
+    def _check_sqlite_file(path: Path | None, create: bool) -> None:
+        if path is None:
+            return
+        if create:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise LedgerError(f"cannot create the ledger folder {path.parent}: {exc}") from exc
+            if path.parent.exists() and not os.access(path.parent, os.W_OK):
+                raise LedgerError(f"cannot write the ledger at {path}: folder not writable")
+        elif not path.exists():
+            raise LedgerNotFound(f"no ledger at {path}")
 
     def _safe_url(self) -> str:
+        if self._lean is not None:
+            return self.url  # a file URL: no password to hide
+        from sqlalchemy.engine import make_url
+
         return make_url(self.url).render_as_string(hide_password=True)
 
+    def _prepare_lean(self, create: bool) -> None:
+        """:meth:`_prepare` on the ``sqlite3`` connection: the tables from their DDL text."""
+        assert self._lean is not None
+        # Only an opener that may create (a run) takes the write lock and migrates.
+        with self._lean.begin() if create else self._lean.read() as conn:
+            if create:
+                create_missing_tables(conn.raw)
+            elif META.name not in existing_tables(conn.raw):
+                raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
+            self._prepare_rows(cast("Connection", conn), create)
+
     def _prepare(self, create: bool) -> None:
+        from sqlalchemy import inspect
+
+        from ._tables import metadata
+
         if create:
             metadata.create_all(self._engine)
-        elif not inspect(self._engine).has_table(_meta.name):
+        elif not inspect(self._engine).has_table(META.name):
             raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
         with self._engine.begin() as conn:
             # Only an opener that may create (a run) locks the version row and migrates: one
             # that reads or records a decision works with the schema as it is (schema 2 only
             # added meta rows), so a read-only role or a standby can still read the ledger.
-            found = self._version(conn, lock=create)
-            if found is None:
-                if not create:
-                    raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
-                claim = insert_ignoring_conflict(conn.dialect.name, _meta)
-                for key, value in new_ledger_meta().items():
-                    if claim is not None:  # a concurrent creator may have written it first
-                        conn.execute(claim, {"key": key, "value": value})
-                    else:
-                        conn.execute(insert(_meta).values(key=key, value=value))
-                found = self._version(conn, lock=True)
-                assert found is not None
-            check_schema_version(found, self._safe_url())
-            if found < SCHEMA_VERSION and create:
-                migrate(conn, found, self._safe_url())  # LedgerError: rolled back, unchanged
-            row = conn.execute(select(_meta.c.value).where(_meta.c.key == LEDGER_ID_KEY)).first()
-            self.ledger_id = str(row.value) if row is not None else None
+            self._prepare_rows(conn, create)
+
+    def _prepare_rows(self, conn: Connection, create: bool) -> None:
+        """The schema version (written for a new ledger, migrated for an old one when
+        ``create``) and the ledger's identity."""
+        found = self._version(conn, lock=create)
+        if found is None:
+            if not create:
+                raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
+            for key, value in new_ledger_meta().items():  # a concurrent creator may be first
+                conn.execute(CLAIM_META, {"key": key, "value": value})
+            found = self._version(conn, lock=True)
+            assert found is not None
+        check_schema_version(found, self._safe_url())
+        if found < SCHEMA_VERSION and create:
+            migrate(conn, found, self._safe_url())  # LedgerError: rolled back, unchanged
+        row = conn.execute(META_VALUE, {"p_key": LEDGER_ID_KEY}).first()
+        self.ledger_id = str(row.value) if row is not None else None
 
     @staticmethod
     def _version(conn: Connection, *, lock: bool) -> int | None:
         """The stored schema version; with ``lock``, its row locked until the transaction ends
         (PostgreSQL; SQLite holds the write lock already): concurrent migrations queue here."""
-        q = select(_meta.c.value).where(_meta.c.key == SCHEMA_VERSION_KEY)
-        if lock and conn.dialect.name == "postgresql":
-            q = q.with_for_update()
-        row = conn.execute(q).first()
+        q = META_VALUE_LOCKED if lock else META_VALUE
+        row = conn.execute(q, {"p_key": SCHEMA_VERSION_KEY}).first()
         return None if row is None else int(row.value)
+
+    @contextmanager
+    def _write(self, *, durable: bool = False) -> Iterator[Connection]:
+        """One write transaction (``durable``: :meth:`SqlReceipts._durable_write`)."""
+        if self._lean is None:
+            with self._sa_write(durable=durable) as conn:
+                yield conn
+            return
+        try:
+            with self._lean.begin(durable=durable) as lean:
+                yield cast("Connection", lean)  # answers like SQLAlchemy's connection
+        except sqlite3.OperationalError as exc:
+            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
 
     # -- writes --------------------------------------------------------------------------
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
@@ -230,11 +235,8 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                     return self._append(cast("Connection", lean), event, lease_seconds)
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
-        try:
-            with self._engine.begin() as conn:
-                return self._append(conn, event, lease_seconds)
-        except OperationalError as exc:
-            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
+        with self._sa_write() as conn:
+            return self._append(conn, event, lease_seconds)
 
     def _append(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> ProgressEvent:
         fields: dict[str, Any] | None = None
@@ -244,15 +246,16 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
                 raise LedgerError(f"a {ev.kind} event needs a step_id")
             if ev.kind == EventKind.step_started:
                 self._take_hold(conn, ev, lease_seconds)
-            row = conn.execute(_STEP_STATE, key).first()
+            row = conn.execute(STEP_STATE, key).first()
             if row is None:
-                claim = _claim_step(conn.dialect.name)
-                claim = _INSERT_STEP if claim is None else claim
+                # A step's first event inserts an empty projection row first, so that SELECT
+                # ... FOR UPDATE has a row to lock: a concurrent first event for the same step
+                # then waits instead of failing on the primary key (PostgreSQL).
                 placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
-                claimed = conn.execute(claim, {**placeholder, "state": ""}).rowcount == 1
+                claimed = conn.execute(CLAIM_STEP, {**placeholder, "state": ""}).rowcount == 1
                 # Our own placeholder (locked by this transaction until it ends) is empty; only
                 # when a concurrent first event inserted it first is there a state to re-read.
-                row = None if claimed else conn.execute(_STEP_STATE, key).first()
+                row = None if claimed else conn.execute(STEP_STATE, key).first()
             fields = row_fields(row.state if row else None, ev.step_id)  # plain: no model
             status = fields["status"] if fields is not None else None
             check_status_transition(status, ev)
@@ -266,11 +269,11 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
             # PostgreSQL a rename's or a close's table locks have ordered us after it by now.
             refuse_if_stopped(conn, ev.plan_id, ev.kind)
         values = event_values(ev)
-        seq = conn.execute(_INSERT_EVENT, values).scalar_one()
+        seq = conn.execute(INSERT_EVENT, values).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
         if ev.kind in STEP_EVENT_KINDS:  # folded from the event as stored: what a rebuild gives
             state = folded_json(fields, ev, values["at"], values["data"])
-            conn.execute(_UPDATE_STEP, {**key, "last_seq": seq, "state": state})
+            conn.execute(UPDATE_STEP, {**key, "last_seq": seq, "state": state})
         return stored
 
     def _take_hold(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> None:
@@ -285,18 +288,23 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
             "since": ev.at.isoformat(),
             "lease_until": time.time() + lease_seconds,
         }
-        stmt = _take_hold_stmt(conn.dialect.name)
-        if stmt is not None:
-            taken = conn.execute(stmt, values).first() is not None
-        else:  # another SQL back-end: let the primary key raise
+        # ON CONFLICT DO NOTHING: the (plan_id, branch) primary key still decides who holds the
+        # slot; a loser gets no row back instead of an error that would abort a PostgreSQL
+        # transaction. Another SQL back-end: the primary key raises inside a savepoint.
+        if conn.dialect.name == "sqlite" or TAKE_HOLD.sa(conn.dialect.name) is not None:
+            taken = conn.execute(TAKE_HOLD, values).first() is not None
+        else:
+            from sqlalchemy import insert
+            from sqlalchemy.exc import IntegrityError
+
             try:
                 with conn.begin_nested():
-                    conn.execute(insert(_holds), values)
+                    conn.execute(insert(table("waymark_holds")), values)
                 taken = True
             except IntegrityError:
                 taken = False
         if not taken:
-            holder = conn.execute(_HOLDER, {"p_plan": ev.plan_id, "p_branch": branch}).first()
+            holder = conn.execute(HOLDER, {"p_plan": ev.plan_id, "p_branch": branch}).first()
             raise BranchBusyError(
                 ev.plan_id,
                 branch,
@@ -308,7 +316,7 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
         branch = ev.branch or state_branch or "main"
         owner = ev.data.get("dead_run") if ev.kind == EventKind.step_interrupted else ev.run_id
         deleted = conn.execute(
-            _RELEASE_HOLD,
+            RELEASE_HOLD,
             {"p_plan": ev.plan_id, "p_branch": branch, "p_step": ev.step_id, "p_run": owner or ""},
         ).rowcount
         if deleted != 1:
@@ -318,14 +326,9 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
             )
 
     def renew(self, run_id: str, lease_seconds: float) -> int:
-        with self._engine.begin() as conn:
-            return int(
-                conn.execute(
-                    update(_holds)
-                    .where(_holds.c.run_id == run_id)
-                    .values(lease_until=time.time() + lease_seconds)
-                ).rowcount
-            )
+        with self._write() as conn:
+            params = {"p_run": run_id, "lease_until": time.time() + lease_seconds}
+            return int(conn.execute(RENEW, params).rowcount)
 
     @staticmethod
     def _fold(events: list[ProgressEvent]) -> tuple[dict[str, StepState], dict[str, int]]:
@@ -340,61 +343,28 @@ class SqlLedger(SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
     def rebuild(self, plan_id: str, *, write: bool = False) -> dict[str, StepState]:
         if not write:
             return self._fold(self.events(plan_id, kinds=STEP_EVENT_KINDS))[0]
+        from sqlalchemy import delete, select
+
+        from ._tables import insert_step_states
+
+        ev, steps = table("waymark_events"), table("waymark_steps")
         # Read and rewrite in one transaction that keeps appends out meanwhile (SQLite: the
         # BEGIN IMMEDIATE write lock; PostgreSQL: a lock on the projection table).
-        with self._engine.begin() as conn:
+        with self._write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.exec_driver_sql(f"LOCK TABLE {STEPS.name} IN SHARE ROW EXCLUSIVE MODE")
-            q = select(_ev).where(
-                _ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(STEP_EVENT_KINDS))
+            q = select(ev).where(
+                ev.c.plan_id == plan_id, ev.c.kind.in_(kind_names(STEP_EVENT_KINDS))
             )
             states, last = self._fold(
-                [event_from_row(r) for r in conn.execute(q.order_by(_ev.c.seq))]
+                [event_from_row(r) for r in conn.execute(q.order_by(ev.c.seq))]
             )
-            conn.execute(delete(_steps).where(_steps.c.plan_id == plan_id))
+            conn.execute(delete(steps).where(steps.c.plan_id == plan_id))
             insert_step_states(conn, plan_id, states, last)
         return states
-
-    # -- reads ---------------------------------------------------------------------------
-    def events(
-        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
-    ) -> list[ProgressEvent]:
-        q = select(_ev).where(_ev.c.plan_id == plan_id, _ev.c.seq > after_seq)
-        if kinds is not None:
-            q = q.where(_ev.c.kind.in_(kind_names(kinds)))
-        with self._engine.connect() as conn:
-            return [event_from_row(r) for r in conn.execute(q.order_by(_ev.c.seq))]
-
-    def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
-        q = (
-            select(_ev)
-            .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(kinds)))
-            .order_by(_ev.c.seq.desc())
-            .limit(1)
-        )
-        with self._engine.connect() as conn:
-            row = conn.execute(q).first()
-        return event_from_row(row) if row is not None else None
-
-    def count_events(self, plan_id: str) -> int:
-        with self._engine.connect() as conn:
-            return int(
-                conn.execute(
-                    select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
-                ).scalar_one()
-            )
-
-    def step_states(self, plan_id: str) -> dict[str, StepState]:
-        with self._engine.connect() as conn:
-            rows = conn.execute(select(_steps.c.state).where(_steps.c.plan_id == plan_id))
-            return states_by_step(r.state for r in rows)
-
-    def holds(self, plan_id: str) -> list[Hold]:
-        with self._engine.connect() as conn:
-            rows = conn.execute(select(_holds).where(_holds.c.plan_id == plan_id)).all()
-        return [Hold(*r) for r in rows]  # HOLDS's columns are Hold's fields, in order
 
     def close(self) -> None:
         if self._lean is not None:
             self._lean.close()
-        self._engine.dispose()
+        if self._sa_engine is not None:
+            self._sa_engine.dispose()

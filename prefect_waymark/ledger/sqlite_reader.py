@@ -33,7 +33,35 @@ from .schema import (
 )
 from .step_state import StepState
 
-__all__ = ["SqliteReader", "sqlite_path"]
+__all__ = ["SqliteReader", "read_events", "read_last_event", "sqlite_path"]
+
+
+def read_events(
+    raw: sqlite3.Connection,
+    plan_id: str,
+    after_seq: int = 0,
+    kinds: Iterable[EventKind | str] | None = None,
+) -> list[ProgressEvent]:
+    """A plan's events after ``after_seq`` (of ``kinds``), in append order."""
+    where, params = "plan_id = ? AND seq > ?", [plan_id, after_seq]
+    if kinds is not None:
+        names = kind_names(kinds)
+        where += f" AND kind IN ({', '.join('?' for _ in names)})"
+        params += names
+    rows = raw.execute(EVENTS.select(where, "ORDER BY seq"), params)
+    return [event_from_row(r) for r in rows]
+
+
+def read_last_event(
+    raw: sqlite3.Connection, plan_id: str, kinds: Iterable[EventKind | str]
+) -> ProgressEvent | None:
+    """The plan's newest event of one of ``kinds``."""
+    names = kind_names(kinds)
+    where = f"plan_id = ? AND kind IN ({', '.join('?' for _ in names)})"
+    row = raw.execute(
+        EVENTS.select(where, "ORDER BY seq DESC LIMIT 1"), (plan_id, *names)
+    ).fetchone()
+    return event_from_row(row) if row is not None else None
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -89,21 +117,10 @@ class SqliteReader:
     def events(
         self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
     ) -> list[ProgressEvent]:
-        where, params = "plan_id = ? AND seq > ?", [plan_id, after_seq]
-        if kinds is not None:
-            names = kind_names(kinds)
-            where += f" AND kind IN ({', '.join('?' for _ in names)})"
-            params += names
-        rows = self._conn.execute(EVENTS.select(where, "ORDER BY seq"), params)
-        return [event_from_row(r) for r in rows]
+        return read_events(self._conn, plan_id, after_seq, kinds)
 
     def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
-        names = kind_names(kinds)
-        where = f"plan_id = ? AND kind IN ({', '.join('?' for _ in names)})"
-        row = self._conn.execute(
-            EVENTS.select(where, "ORDER BY seq DESC LIMIT 1"), (plan_id, *names)
-        ).fetchone()
-        return event_from_row(row) if row is not None else None
+        return read_last_event(self._conn, plan_id, kinds)
 
     def holds(self, plan_id: str) -> list[Hold]:
         rows = self._conn.execute(HOLDS.select("plan_id = ?"), (plan_id,))
