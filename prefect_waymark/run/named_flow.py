@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from prefect import Flow
 
 if TYPE_CHECKING:
-    from prefect.futures import PrefectFuture
     from prefect.client.schemas.objects import State
+    from prefect.futures import PrefectFuture
 
 __all__ = ["NamedFlow", "named_flow", "waymark_flow"]
 

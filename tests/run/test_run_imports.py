@@ -1,6 +1,7 @@
-"""What a ``waymark run`` process loads beyond Prefect's own flow path (read from
-``PYTHONPROFILEIMPORTTIME``), and that the parameters it sends are Prefect's. How long a run
-takes is a benchmark's to say (``bench/bench_resume.py --only whole``), not a test's."""
+"""What a ``waymark run`` process and an agent's check-ins load beyond Prefect's own flow path
+(read from ``PYTHONPROFILEIMPORTTIME``): no FastAPI, and on a SQLite ledger no SQLAlchemy or
+SQLModel; and that the parameters a run sends are Prefect's. How long a run takes is a
+benchmark's to say (``bench/bench_resume.py --only whole``), not a test's."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ from pydantic import BaseModel
 
 from prefect_waymark.run.named_flow import NamedFlow, named_flow
 from tests._support.helpers import run_cli, write_plan
+
+_SQL = ("sqlalchemy", "sqlmodel")
+
+
+def _sql(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in _SQL}
 
 
 def _imported(stderr: str) -> set[str]:
@@ -49,6 +56,30 @@ def run_modules(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -
 def test_a_run_does_not_load_fastapi_to_send_its_parameters(run_modules: set[str]) -> None:
     assert "fastapi.encoders" not in run_modules
     assert not {m for m in run_modules if m == "fastapi" or m.startswith("fastapi.")}
+
+
+def test_a_run_on_a_sqlite_ledger_loads_no_sqlalchemy(run_modules: set[str]) -> None:
+    assert "sqlite3" in run_modules  # the ledger was opened, through the standard library
+    assert _sql(run_modules) == set()
+
+
+def test_check_ins_on_a_sqlite_ledger_load_no_sqlalchemy(tmp_path: Path) -> None:
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "check-ins",
+            "steps": [{"id": "draft", "kind": "agent", "owner": "w", "instructions": "Write it."}],
+        },
+    )
+    env = {"PYTHONPROFILEIMPORTTIME": "1"}
+    for args in (["next"], ["start", "draft"], ["done", "draft"]):
+        proc = run_cli(*args[:1], str(plan), *args[1:], "--executor", "w", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        modules = _imported(proc.stderr)
+        assert "prefect_waymark.ledger.sql_ledger" in modules or args == ["next"]
+        assert _sql(modules) == set(), args
+    done = run_cli("status", str(plan), "--json", cwd=tmp_path)
+    assert '"completed"' in done.stdout, done.stdout
 
 
 class _Colour(str, enum.Enum):
