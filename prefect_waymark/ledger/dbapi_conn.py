@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..errors import LedgerError
 from .statements import Stmt
 
 __all__ = ["DbapiConnection", "DbapiResult", "LeanSqlite", "connect_sqlite"]
@@ -162,6 +163,26 @@ class LeanSqlite:
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._raw: sqlite3.Connection | None = None
+        self._owner: int | None = None  # the thread inside a transaction or read now
+
+    @contextmanager
+    def _held(self) -> Iterator[sqlite3.Connection]:
+        """The connection, this thread's alone until the block ends. A read or transaction
+        begun inside another on the same thread would wait for itself forever (or roll the
+        outer one back): refused instead."""
+        if self._pid != os.getpid():
+            self._after_fork()
+        if self._owner == threading.get_ident():
+            raise LedgerError(
+                f"the ledger {self.path} was used again from inside one of its own transactions "
+                "(a nested read or write on the same thread): not supported"
+            )
+        with self._lock:
+            self._owner = threading.get_ident()
+            try:
+                yield self._connection()
+            finally:
+                self._owner = None
 
     def _after_fork(self) -> None:
         """In a forked child: leave the parent's connection alone, start afresh — with a new
@@ -170,6 +191,7 @@ class LeanSqlite:
             _INHERITED.append(self._raw)
         self._raw = None
         self._lock = threading.Lock()
+        self._owner = None
         self._pid = os.getpid()
 
     def _connection(self) -> sqlite3.Connection:
@@ -191,10 +213,7 @@ class LeanSqlite:
     @contextmanager
     def read(self) -> Iterator[DbapiConnection]:
         """The connection for reads (each statement sees the last commit)."""
-        if self._pid != os.getpid():
-            self._after_fork()
-        with self._lock:
-            raw = self._connection()
+        with self._held() as raw:
             if raw.in_transaction:  # never expected: a leftover is rolled back, not read in
                 raw.rollback()
             yield DbapiConnection(raw)
@@ -206,10 +225,7 @@ class LeanSqlite:
         a COMMIT that fails too: the write lock is never left held. ``durable``: committed
         with ``synchronous=FULL`` (on disk when it returns), then back to ``NORMAL``; a
         connection that cannot be put back is dropped, never kept at ``FULL``."""
-        if self._pid != os.getpid():
-            self._after_fork()
-        with self._lock:
-            raw = self._connection()
+        with self._held() as raw:
             try:
                 if raw.in_transaction:  # never expected: a leftover is rolled back, not joined
                     raw.rollback()

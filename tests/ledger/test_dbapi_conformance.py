@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -238,4 +239,35 @@ def test_a_forked_child_appends_on_its_own_connection(tmp_path: Path) -> None:
     assert os.WEXITSTATUS(status) == 0
     led.record(PLAN, EventKind.run_started, run_id="parent-2")  # the parent's still works
     assert [e.run_id for e in led.events(PLAN)] == ["parent-1", "child", "parent-2"]
+    led.close()
+
+
+def test_a_nested_use_on_the_same_thread_is_refused_not_a_deadlock(tmp_path: Path) -> None:
+    """The one ``sqlite3`` connection is one thread's at a time; a read or a write begun inside
+    the ledger's own transaction on that thread would wait for itself: a LedgerError instead,
+    the outer transaction rolled back, the ledger usable afterwards."""
+    from prefect_waymark import LedgerError
+
+    led = SqlLedger(f"sqlite:///{tmp_path / 'nested.db'}")
+    assert led._lean is not None
+    try:
+        with led._lean.begin() as conn:
+            conn.execute(sa.text("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')"))
+            led.step_states(PLAN)
+    except LedgerError as exc:
+        assert "inside one of its own transactions" in str(exc)
+    else:
+        raise AssertionError("a nested read ran")
+    with pytest.raises(LedgerError, match="nested"):
+        with led._lean.read():
+            led.record(PLAN, EventKind.run_started, run_id="r")
+    led.record(PLAN, EventKind.run_started, run_id="r")
+    assert led.count_events(PLAN) == 1
+    with led._lean.read() as conn:
+        assert (
+            conn.execute(
+                sa.text("SELECT count(*) FROM waymark_meta WHERE key='probe'")
+            ).scalar_one()
+            == 0
+        )
     led.close()
