@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -250,7 +251,7 @@ def restore(
                 contents.receipts,
                 ledger_id=header.ledger_id if keep_identity else None,
             )
-    except (LedgerError, SQLAlchemyError) as exc:  # refused, or the database said no
+    except (LedgerError, SQLAlchemyError, sqlite3.Error) as exc:  # refused, or the database said no
         _remove(created)  # leave no empty ledger (nor its folder) behind
         why = exc if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {exc}"
         fail(f"{export_file}: {why}; nothing written")

@@ -121,13 +121,15 @@ def insert_step_states(
     """Write folded step states as the plan's projection rows (after a rebuild, a rename or a
     restore); return how many."""
     table = StepRow.__table__  # type: ignore[attr-defined]
-    for step_id, st in states.items():
-        conn.execute(
-            insert(table).values(
-                plan_id=plan_id,
-                step_id=step_id,
-                last_seq=last[step_id],
-                state=st.model_dump_json(),
-            )
-        )
-    return len(states)
+    rows = [
+        {
+            "plan_id": plan_id,
+            "step_id": step_id,
+            "last_seq": last[step_id],
+            "state": st.model_dump_json(),
+        }
+        for step_id, st in states.items()
+    ]
+    if rows:  # one statement for all (the sqlite3 path compiles a statement once per call)
+        conn.execute(insert(table), rows)
+    return len(rows)

@@ -122,6 +122,10 @@ def _params(done: Any, given: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _converted(row: Mapping[str, Any], procs: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {k: procs[k](v) if k in procs and v is not None else v for k, v in row.items()}
+
+
 class DbapiConnection:
     """A ``sqlite3`` connection inside one transaction (or one read), answering like
     SQLAlchemy's."""
@@ -138,9 +142,15 @@ class DbapiConnection:
             return DbapiResult(self.raw.execute(stmt.sqlite, params or {}))
         if isinstance(params, Sequence):  # many rows (an INSERT of each: executemany)
             if not params:
-                return DbapiResult(self.raw.execute("SELECT 1 WHERE 0"))
+                raise ValueError("no rows to execute the statement with")
             done = _compile(stmt, list(params[0]))
-            rows = [_params(done, p) for p in params]
+            if set(done.construct_params(dict(params[0]))) == set(params[0]):
+                # The rows' keys are the statement's parameters (an INSERT of columns): the
+                # rows as they are, a converted column's values converted.
+                procs = getattr(done, "_bind_processors", None) or {}
+                rows = [_converted(p, procs) for p in params] if procs else list(params)
+            else:
+                rows = [_params(done, p) for p in params]
             return DbapiResult(self.raw.executemany(done.string, rows))
         done = _compile(stmt, list(params or {}))
         return DbapiResult(self.raw.execute(done.string, _params(done, params or {})))
@@ -166,8 +176,8 @@ class LeanSqlite:
         self._owner: int | None = None  # the thread inside a transaction or read now
 
     @contextmanager
-    def _held(self) -> Iterator[sqlite3.Connection]:
-        """The connection, this thread's alone until the block ends. A read or transaction
+    def _held(self) -> Iterator[None]:
+        """The connection is this thread's alone until the block ends. A read or transaction
         begun inside another on the same thread would wait for itself forever (or roll the
         outer one back): refused instead."""
         if self._pid != os.getpid():
@@ -180,7 +190,7 @@ class LeanSqlite:
         with self._lock:
             self._owner = threading.get_ident()
             try:
-                yield self._connection()
+                yield
             finally:
                 self._owner = None
 
@@ -211,12 +221,22 @@ class LeanSqlite:
                 pass
 
     @contextmanager
-    def read(self) -> Iterator[DbapiConnection]:
-        """The connection for reads (each statement sees the last commit)."""
-        with self._held() as raw:
+    def read(self, *, snapshot: bool = False) -> Iterator[DbapiConnection]:
+        """The connection for reads: each statement sees the last commit, or with
+        ``snapshot`` all of them the same state (one deferred transaction: writers go on)."""
+        with self._held():
+            raw = self._connection()
             if raw.in_transaction:  # never expected: a leftover is rolled back, not read in
                 raw.rollback()
-            yield DbapiConnection(raw)
+            if not snapshot:
+                yield DbapiConnection(raw)
+                return
+            raw.execute("BEGIN")
+            try:
+                yield DbapiConnection(raw)
+            finally:
+                if raw.in_transaction:
+                    raw.rollback()
 
     @contextmanager
     def begin(self, *, durable: bool = False) -> Iterator[DbapiConnection]:
@@ -225,7 +245,8 @@ class LeanSqlite:
         a COMMIT that fails too: the write lock is never left held. ``durable``: committed
         with ``synchronous=FULL`` (on disk when it returns), then back to ``NORMAL``; a
         connection that cannot be put back is dropped, never kept at ``FULL``."""
-        with self._held() as raw:
+        with self._held():
+            raw = self._connection()
             try:
                 if raw.in_transaction:  # never expected: a leftover is rolled back, not joined
                     raw.rollback()
@@ -255,7 +276,7 @@ class LeanSqlite:
         if self._pid != os.getpid():
             self._after_fork()
             return
-        with self._lock:
+        with self._held():
             if self._raw is not None:
                 self._raw.close()
             self._raw = None

@@ -69,16 +69,16 @@ class PlanArchive:
 
         def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 
-        def _read(self) -> AbstractContextManager[Connection]: ...
+        def _read(self, *, snapshot: bool = False) -> AbstractContextManager[Connection]: ...
 
     # -- reading -------------------------------------------------------------------------
     def archive_snapshot(self, plan_id: str) -> ArchiveSnapshot:
         """The plan's last and first ``seq``, event count per kind and receipt rows, in one
-        read transaction (a write transaction on SQLite: appends wait for its two reads)."""
+        read transaction."""
         from sqlalchemy import func, select
 
         _ev, _, _rc, _, _ = _tables()
-        with self._write() as conn:
+        with self._read(snapshot=True) as conn:
             rows = conn.execute(
                 select(_ev.c.kind, func.count(), func.min(_ev.c.seq), func.max(_ev.c.seq))
                 .where(_ev.c.plan_id == plan_id)
@@ -157,8 +157,8 @@ class PlanArchive:
                     f"(SELECT max(seq) FROM {EVENTS.name}))"
                 )
             steps = self._fold_restored(conn, events, offset)
-            for rec in receipts:
-                conn.execute(insert(_rc).values(**rec.row_values()))
+            if receipts:
+                conn.execute(insert(_rc), [rec.row_values() for rec in receipts])
             renamed = [e for e in events if e.kind == EventKind.plan_renamed]
             to = renamed_to(renamed[-1] if renamed else None)
             if to is not None:  # a run under the old id is refused, as in the source ledger
@@ -238,6 +238,7 @@ class PlanArchive:
             if ev.kind == EventKind.step_started:
                 started[ev.step_id] = moved
         plan_id = events[0].plan_id
-        for hold in restored_holds(plan_id, states, started):
-            conn.execute(insert(_holds).values(**hold))
+        holds = list(restored_holds(plan_id, states, started))
+        if holds:
+            conn.execute(insert(_holds), holds)
         return insert_step_states(conn, plan_id, states, last)

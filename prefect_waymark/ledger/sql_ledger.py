@@ -109,11 +109,13 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             self.close()
             raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
         except Exception as exc:
-            from sqlalchemy.exc import DatabaseError
-
             self.close()
-            if isinstance(exc, DatabaseError):  # not only OperationalError
-                raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
+            if self._lean is None:
+                from sqlalchemy.exc import DatabaseError
+
+                if isinstance(exc, DatabaseError):  # not only OperationalError
+                    orig = exc.orig
+                    raise LedgerError(f"cannot open the ledger {self._safe_url()}: {orig}") from exc
             raise
 
     @property
@@ -220,7 +222,9 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
         try:
             with self._lean.begin(durable=durable) as lean:
                 yield cast("Connection", lean)  # answers like SQLAlchemy's connection
-        except sqlite3.OperationalError as exc:
+        except sqlite3.IntegrityError:
+            raise  # a constraint said no: the statement's own error, as on SQLAlchemy's path
+        except sqlite3.DatabaseError as exc:  # locked, read-only, not a database, …
             raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
 
     # -- writes --------------------------------------------------------------------------

@@ -32,11 +32,11 @@ class SqlReads:
         def _engine(self) -> Engine: ...
 
     @contextmanager
-    def _read(self) -> Iterator[Connection]:
+    def _read(self, *, snapshot: bool = False) -> Iterator[Connection]:
         """A connection for reads: the ``sqlite3`` one (answering like SQLAlchemy's), or one
-        of the engine's."""
+        of the engine's. ``snapshot``: its reads in one transaction, which sees one state."""
         if self._lean is not None:
-            with self._lean.read() as lean:
+            with self._lean.read(snapshot=snapshot) as lean:
                 yield cast("Connection", lean)
         else:
             with self._engine.connect() as conn:

@@ -28,19 +28,33 @@ if TYPE_CHECKING:
 __all__ = ["NamedFlow", "named_flow", "waymark_flow"]
 
 _SCALARS = (str, int, float, bool, type(None))
+_NOT_JSON = object()
 
 
-def _is_json(value: Any) -> bool:
-    """``value`` is made of JSON's own types only (exact types: an enum or another subclass
-    of ``str`` is Prefect's to encode), with string keys; what ``jsonable_encoder`` keeps."""
+def _json_copy(value: Any) -> Any:
+    """A copy of ``value`` if it is made of JSON's own types only (exact types: an enum or
+    another subclass of ``str`` is Prefect's to encode) with string keys, none starting with
+    ``_sa`` (which Prefect's encoder drops); else ``_NOT_JSON``. What ``jsonable_encoder``
+    returns for such a value."""
     kind = type(value)
     if kind in _SCALARS:
-        return True
+        return value
     if kind is list:
-        return all(_is_json(v) for v in value)
+        items = [_json_copy(v) for v in value]
+        return _NOT_JSON if any(v is _NOT_JSON for v in items) else items
     if kind is dict:
-        return all(type(k) is str and _is_json(v) for k, v in value.items())
-    return False
+        if not all(type(k) is str and not k.startswith("_sa") for k in value):
+            return _NOT_JSON
+        done = {k: _json_copy(v) for k, v in value.items()}
+        return _NOT_JSON if any(v is _NOT_JSON for v in done.values()) else done
+    return _NOT_JSON
+
+
+def _plain(value: Any) -> Any:
+    try:
+        return _json_copy(value)
+    except RecursionError:  # a list that holds itself, or nested deeper than Python goes
+        return _NOT_JSON
 
 
 P = ParamSpec("P")
@@ -110,7 +124,8 @@ class NamedFlow(Flow[P, R], Generic[P, R]):
         a plan is called with (a path, numbers, flags) passed as they are: Prefect's
         ``jsonable_encoder`` would return them unchanged, but its first call imports FastAPI
         (~0.08 s of every ``waymark run`` here). Anything else goes through Prefect's."""
-        plain = {k: v for k, v in parameters.items() if _is_json(v)}
+        copies = {k: _plain(v) for k, v in parameters.items()}
+        plain = {k: v for k, v in copies.items() if v is not _NOT_JSON}
         if len(plain) == len(parameters):
             return plain
         rest = super().serialize_parameters({k: parameters[k] for k in parameters.keys() - plain})

@@ -83,7 +83,8 @@ def test_a_rare_commands_statement_runs_on_the_sqlite3_connection(tmp_path: Path
             assert isinstance(conn, DbapiConnection)
             conn.execute(insert(meta).values(key="a", value="1"))
             conn.execute(insert(meta), [{"key": "b", "value": "2"}, {"key": "c", "value": "3"}])
-            conn.execute(insert(meta), [])
+            with pytest.raises(ValueError, match="no rows"):
+                conn.execute(insert(meta), [])
             rows = conn.execute(
                 select(meta.c.key, meta.c.value).where(meta.c.key.in_(["a", "c", "zz"]))
             ).all()

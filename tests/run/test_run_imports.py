@@ -91,6 +91,19 @@ class _Model(BaseModel):
     size: int = 3
 
 
+def _deep(n: int) -> list[Any]:
+    out: list[Any] = []
+    for _ in range(n):
+        out = [out]
+    return out
+
+
+def _loop() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
 def _flow() -> NamedFlow[..., Any]:
     def fn(**kwargs: Any) -> None:
         return None
@@ -108,7 +121,10 @@ def _flow() -> NamedFlow[..., Any]:
         # a non-string key, a str subclass nested in a list).
         {"t": (1, 2), "p": Path("/x/y"), "e": _Colour.red, "m": _Model(name="x")},
         {"keys": {1: "one"}, "inner": ["a", _Colour.red], "plain": "x", "n": 1},
+        {"sa": {"_sa_instance_state": 1, "a": [{"_sa": 2, "b": 3}]}, "deep": _deep(3000)},
+        {"loop": _loop(), "ok": [1]},
     ],
+    ids=["run", "nested", "floats", "objects", "mixed", "sa-keys-and-depth", "loop"],
 )
 def test_parameters_serialize_as_prefect_serializes_them(params: dict[str, Any]) -> None:
     from prefect import Flow
@@ -118,3 +134,6 @@ def test_parameters_serialize_as_prefect_serializes_them(params: dict[str, Any])
     theirs = Flow.serialize_parameters(flow, dict(params))
     assert list(ours) == list(theirs) == list(params)
     assert repr(ours) == repr(theirs)  # nan included; types too (a tuple would become a list)
+    for key, value in params.items():  # copies, as Prefect's encoder makes: never the caller's
+        if isinstance(value, list | dict) and value:
+            assert ours[key] is not value
