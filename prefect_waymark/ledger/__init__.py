@@ -1,7 +1,8 @@
 """The progress ledger: append-only events on SQLite (default) or PostgreSQL.
 
-:class:`SqlLedger` (SQLAlchemy) loads on first use, so read-only commands that open a SQLite
-ledger through :func:`open_reader` never import SQLAlchemy.
+:class:`SqlLedger` loads on first use. On a SQLite file it runs on the standard library's
+``sqlite3`` (no SQLAlchemy import); read-only commands open one through :func:`open_reader`.
+PostgreSQL goes through SQLAlchemy.
 """
 
 from __future__ import annotations

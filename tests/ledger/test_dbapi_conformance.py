@@ -1,7 +1,8 @@
-"""The lean DBAPI append path on SQLite writes what SQLAlchemy's path writes.
+"""The lean path on SQLite (the standard library's ``sqlite3``) writes what SQLAlchemy's writes.
 
-``SqlLedger`` on SQLite appends through one DBAPI connection (``ledger/dbapi_conn.py``) unless
-opened with ``lean=False``. Both paths run the same statements; these tests prove it from the
+``SqlLedger`` on a SQLite file creates, writes and reads it through one ``sqlite3`` connection
+(``ledger/dbapi_conn.py``) unless opened with ``lean=False``. Both paths run the same statements
+(``tests/ledger/test_statements.py`` compares their text); these tests prove it from the
 outside: the same sequence of events — accepted ones, refused transitions, a busy branch, a hold
 another run owns, a closed plan — gives the same answer event by event (the stored event, or
 the same error with the same message) and leaves the same rows in every table. The whole
