@@ -34,6 +34,7 @@ bench: venv
 	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_hook.py
+	$(BIN)/python bench/bench_checkin.py
 
 profile: venv  # where a run's time goes, against plain Prefect (cProfile; see bench/profile_run.py)
 	$(BIN)/python bench/profile_run.py
