@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import uuid
@@ -42,6 +43,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.pop("WAYMARK_LEDGER_URL", None)
     # Big plans' validated copies (plan/plan_cache.py) go to the session's folder, not ~/.cache.
     os.environ["WAYMARK_PLAN_CACHE"] = str(home / "plan-cache")
+    # A shell without job control starts a background job (`make test &`) with SIGINT ignored,
+    # and every process started from here would inherit that: the Ctrl-C tests' runs would
+    # never see their SIGINT. Caught here instead, the children start with the default.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # Registered first, so it runs last at exit: after Prefect's log and event workers drained.
     atexit.register(_stop_server, home)
 
