@@ -12,9 +12,11 @@ say it. (A goal contract kept in a Prefect block is read for the page through Pr
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -59,6 +61,8 @@ def _server() -> tuple[str, dict[str, str]] | None:
     api = known_api_url()
     if api is not None:
         return api, api_headers()
+    if not _settings_may_name_a_server():
+        return None  # Prefect's own settings would say none (without ~0.5 s of importing it)
     from prefect.settings import get_current_settings
 
     settings = get_current_settings().api
@@ -73,6 +77,51 @@ def _server() -> tuple[str, dict[str, str]] | None:
     elif settings.key is not None:
         headers["Authorization"] = f"Bearer {settings.key.get_secret_value()}"
     return settings.url.rstrip("/"), headers
+
+
+def _toml(text: str) -> Any:
+    """``text`` read as TOML (a decoding error is a ``ValueError``)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib.loads(text)
+    import toml  # type: ignore[import-untyped]  # Python 3.10: Prefect depends on it there
+
+    return toml.loads(text)
+
+
+def _settings_may_name_a_server() -> bool:
+    """Whether Prefect's settings could hold an API URL that the environment does not: a
+    ``PREFECT_API…`` or ``PREFECT_PROFILE…`` variable, a ``.env`` or ``prefect.toml`` here, a
+    ``[tool.prefect]`` table in ``pyproject.toml`` here, or a user profiles file whose active
+    profile sets a ``PREFECT_API…`` value. False only when none of them can (Prefect's packaged
+    default profile names no server): then Prefect itself need not be imported to learn that.
+    Anything unreadable counts as "may"."""
+    if any(k.startswith(("PREFECT_API", "PREFECT_PROFILE")) for k in os.environ):
+        return True
+    here = Path.cwd()
+    if (here / ".env").exists() or (here / "prefect.toml").exists():
+        return True
+    try:
+        pyproject = (here / "pyproject.toml").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        pyproject = ""
+    except OSError:
+        return True
+    if "tool.prefect" in pyproject:
+        return True
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        data = _toml((home / "profiles.toml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    profiles = data.get("profiles")
+    active = profiles.get(data.get("active")) if isinstance(profiles, dict) else None
+    if active is None:
+        return False  # not there: Prefect takes its packaged default, which names no server
+    return not isinstance(active, dict) or any(str(k).startswith("PREFECT_API") for k in active)
 
 
 def publish_checkin_artifacts(

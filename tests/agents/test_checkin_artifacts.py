@@ -6,6 +6,8 @@ is recorded all the same; with no server known nothing is sent and none is start
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 
 from prefect_waymark.ledger import open_ledger
 from prefect_waymark.markers.plan_copy import plan_copy
-from tests._support.helpers import run_cli, write_plan
+from tests._support.helpers import WAYMARK, run_cli, write_plan
 
 PLAN: dict[str, Any] = {
     "plan_id": "checkin-ui",
@@ -130,3 +132,97 @@ def test_basic_auth_wins_over_an_api_key_as_in_prefects_client(
     assert api_headers() == {"Authorization": "Bearer pnu_key"}
     monkeypatch.setenv("PREFECT_API_AUTH_STRING", "admin:pass")
     assert api_headers() == {"Authorization": "Basic YWRtaW46cGFzcw=="}
+
+
+def _without_prefect_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(extra)
+    return env
+
+
+def test_with_nothing_that_names_a_server_prefect_is_not_imported(tmp_path: Path) -> None:
+    """No variable, no file here and no profile name a server: the check-in learns that without
+    importing Prefect (its settings cost ~0.5 s a check-in), and sends nothing."""
+    work = tmp_path / "plan"
+    p = str(write_plan(work, PLAN))
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    env = _without_prefect_env(PREFECT_HOME=str(home), PYTHONPROFILEIMPORTTIME="1")
+    proc = subprocess.run(
+        [WAYMARK, "start", p, "draft", "--executor", "writer"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "prefect_waymark.markers.checkin_artifacts" in imported  # it did look
+    assert "prefect.settings" not in imported and "prefect" not in imported
+    assert [ln for ln in proc.stderr.splitlines() if not ln.startswith("import time:")] == []
+
+
+def test_a_profile_that_names_the_server_is_still_followed(
+    prefect_server: str, tmp_path: Path
+) -> None:
+    """The active profile of the user's profiles file names the server (as `prefect config set
+    PREFECT_API_URL=...` writes it): the check-in publishes there, read through Prefect."""
+    work = tmp_path / "plan"
+    p = str(write_plan(work, PLAN))
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    (home / "profiles.toml").write_text(
+        f'active = "team"\n\n[profiles.team]\nPREFECT_API_URL = "{prefect_server}"\n'
+    )
+    env = _without_prefect_env(PREFECT_HOME=str(home))
+    proc = subprocess.run(
+        [WAYMARK, "start", p, "draft", "--executor", "writer"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (page,) = _versions(prefect_server, _key(work))
+    assert page["metadata_"]["check-in"] == "draft started by writer"
+
+
+@pytest.mark.parametrize(
+    ("files", "env", "may"),
+    [
+        ({}, {}, False),  # no profiles file: Prefect's packaged default names no server
+        (
+            {"home/profiles.toml": 'active = "x"\n[profiles.x]\nPREFECT_LOGGING_LEVEL = "INFO"\n'},
+            {},
+            False,
+        ),
+        (
+            {"home/profiles.toml": 'active = "gone"\n[profiles.x]\nPREFECT_API_URL = "u"\n'},
+            {},
+            False,
+        ),
+        ({"home/profiles.toml": 'active = "x"\n[profiles.x]\nPREFECT_API_URL = "u"\n'}, {}, True),
+        ({"home/profiles.toml": "not = [toml"}, {}, True),  # unreadable: ask Prefect
+        ({"here/.env": "PREFECT_API_URL=u\n"}, {}, True),
+        ({"here/prefect.toml": '[api]\nurl = "u"\n'}, {}, True),
+        ({"here/pyproject.toml": '[tool.prefect.api]\nurl = "u"\n'}, {}, True),
+        ({"here/pyproject.toml": '[project]\nname = "x"\n'}, {}, False),
+        ({}, {"PREFECT_PROFILE": "team"}, True),
+        ({}, {"PREFECT_API_KEY": "k"}, True),
+    ],
+)
+def test_what_may_name_a_server(
+    files: dict[str, str],
+    env: dict[str, str],
+    may: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prefect_waymark.markers.checkin_artifacts import _settings_may_name_a_server
+
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (tmp_path / "here").mkdir(exist_ok=True)
+    for key in [k for k in os.environ if k.startswith("PREFECT_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path / "here")
+    assert _settings_may_name_a_server() is may
