@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from prefect_waymark.run.named_flow import NamedFlow, named_flow
 from tests._support.helpers import run_cli, write_plan
+from tests._support.plans import counting_chain
 
 _SQL = ("sqlalchemy", "sqlmodel")
 
@@ -35,19 +36,11 @@ def _imported(stderr: str) -> set[str]:
 def run_modules(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     """The modules one ``waymark run`` of a 2-step plan imported (it completes the plan)."""
     work = tmp_path_factory.mktemp("run-imports")
-    plan = write_plan(
-        work,
-        {
-            "plan_id": "imports",
-            "steps": [
-                {"id": "a", "run": "true"},
-                {"id": "b", "run": "true", "depends_on": ["a"]},
-            ],
-        },
-    )
+    plan = write_plan(work, counting_chain("imports", ["a", "b"]))
     proc = run_cli("run", str(plan), cwd=work, env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "completed" in proc.stdout
+    assert (work / "a.count").read_text() == "a\n" and (work / "b.count").read_text() == "b\n"
     modules = _imported(proc.stderr)
     assert "prefect.flow_engine" in modules  # the reader sees what the run loads
     return modules
