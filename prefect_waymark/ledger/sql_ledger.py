@@ -214,7 +214,8 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
 
     @contextmanager
     def _write(self, *, durable: bool = False) -> Iterator[Connection]:
-        """One write transaction (``durable``: :meth:`SqlReceipts._durable_write`)."""
+        """One write transaction; ``durable``: on disk when it returns (SQLite commits it with
+        ``synchronous=FULL``, PostgreSQL with ``synchronous_commit = on``: intents, receipts)."""
         if self._lean is None:
             with self._sa_write(durable=durable) as conn:
                 yield conn
