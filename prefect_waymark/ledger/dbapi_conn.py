@@ -148,7 +148,7 @@ class DbapiConnection:
                 # The rows' keys are the statement's parameters (an INSERT of columns): the
                 # rows as they are, a converted column's values converted.
                 procs = getattr(done, "_bind_processors", None) or {}
-                rows = [_converted(p, procs) for p in params] if procs else list(params)
+                rows = [_converted(p, procs) if procs else dict(p) for p in params]
             else:
                 rows = [_params(done, p) for p in params]
             return DbapiResult(self.raw.executemany(done.string, rows))

@@ -34,7 +34,8 @@ class SqlReads:
     @contextmanager
     def _read(self, *, snapshot: bool = False) -> Iterator[Connection]:
         """A connection for reads: the ``sqlite3`` one (answering like SQLAlchemy's), or one
-        of the engine's. ``snapshot``: its reads in one transaction, which sees one state."""
+        of the engine's. ``snapshot``: its reads in one transaction (on SQLite one state; on
+        PostgreSQL's default READ COMMITTED each read sees what was committed before it)."""
         if self._lean is not None:
             with self._lean.read(snapshot=snapshot) as lean:
                 yield cast("Connection", lean)

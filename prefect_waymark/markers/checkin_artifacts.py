@@ -97,18 +97,18 @@ def _settings_may_name_a_server() -> bool:
     profile sets a ``PREFECT_API…`` value. False only when none of them can (Prefect's packaged
     default profile names no server): then Prefect itself need not be imported to learn that.
     Anything unreadable counts as "may"."""
-    if any(k.startswith(("PREFECT_API", "PREFECT_PROFILE")) for k in os.environ):
-        return True
+    if any(k.upper().startswith(("PREFECT_API", "PREFECT_PROFILE")) for k in os.environ):
+        return True  # Prefect reads its variables in any case
     here = Path.cwd()
     if (here / ".env").exists() or (here / "prefect.toml").exists():
         return True
     try:
-        pyproject = (here / "pyproject.toml").read_text(encoding="utf-8")
+        tool = _toml((here / "pyproject.toml").read_text(encoding="utf-8")).get("tool")
     except FileNotFoundError:
-        pyproject = ""
-    except OSError:
+        tool = None
+    except (OSError, ValueError):  # unreadable, not UTF-8, not TOML
         return True
-    if "tool.prefect" in pyproject:
+    if isinstance(tool, dict) and "prefect" in tool:
         return True
     home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
     try:

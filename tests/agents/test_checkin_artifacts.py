@@ -201,6 +201,11 @@ def test_a_profile_that_names_the_server_is_still_followed(
         ({"here/prefect.toml": '[api]\nurl = "u"\n'}, {}, True),
         ({"here/pyproject.toml": '[tool.prefect.api]\nurl = "u"\n'}, {}, True),
         ({"here/pyproject.toml": '[project]\nname = "x"\n'}, {}, False),
+        ({"here/pyproject.toml": '[project]\ndependencies = ["prefect>=3"]\n'}, {}, False),
+        ({"here/pyproject.toml": '[tool]\nprefect.api.url = "u"\n'}, {}, True),
+        ({"here/pyproject.toml": '[tool."prefect".api]\nurl = "u"\n'}, {}, True),
+        ({"here/pyproject.toml": "[tool\n"}, {}, True),  # not TOML: ask Prefect
+        ({}, {"prefect_api_url": "u"}, True),  # Prefect reads its variables in any case
         ({}, {"PREFECT_PROFILE": "team"}, True),
         ({}, {"PREFECT_API_KEY": "k"}, True),
     ],

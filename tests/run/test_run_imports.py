@@ -71,6 +71,7 @@ def test_check_ins_on_a_sqlite_ledger_load_no_sqlalchemy(tmp_path: Path) -> None
         modules = _imported(proc.stderr)
         assert "prefect_waymark.ledger.sql_ledger" in modules or args == ["next"]
         assert _sql(modules) == set(), args
+        assert "prefect.flow_engine" not in modules, args  # no Prefect engine for a check-in
     done = run_cli("status", str(plan), "--json", cwd=tmp_path)
     assert '"completed"' in done.stdout, done.stdout
 
