@@ -28,19 +28,25 @@ from typing import Any
 from ..errors import LedgerError
 from .statements import Stmt
 
-__all__ = ["DbapiConnection", "DbapiResult", "LeanSqlite", "connect_sqlite"]
+__all__ = ["DbapiConnection", "DbapiResult", "LeanSqlite", "connect_sqlite", "set_ledger_pragmas"]
+
+
+def set_ledger_pragmas(raw: sqlite3.Connection) -> None:
+    """The ledger's settings on a new SQLite connection, on either path: autocommit mode (the
+    ledger issues ``BEGIN IMMEDIATE`` itself: writers queue for the lock), a 60 s busy timeout,
+    WAL, ``synchronous=NORMAL`` (intents and receipts commit with ``FULL``: :mod:`.receipts`)."""
+    raw.isolation_level = None
+    raw.execute("PRAGMA busy_timeout=60000")
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("PRAGMA synchronous=NORMAL")
 
 
 def connect_sqlite(path: Path | str) -> sqlite3.Connection:
-    """A connection to the ledger file with the ledger's settings: autocommit mode (the ledger
-    issues ``BEGIN IMMEDIATE`` itself: writers queue for the lock), a 60 s busy timeout, WAL,
-    ``synchronous=NORMAL`` (intents and receipts commit with ``FULL``: :mod:`.receipts`). Usable
-    from any thread (:class:`LeanSqlite` serialises its use)."""
-    raw = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
+    """A connection to the ledger file with the ledger's settings (:func:`set_ledger_pragmas`),
+    usable from any thread (:class:`LeanSqlite` serialises its use)."""
+    raw = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
     try:
-        raw.execute("PRAGMA busy_timeout=60000")
-        raw.execute("PRAGMA journal_mode=WAL")
-        raw.execute("PRAGMA synchronous=NORMAL")
+        set_ledger_pragmas(raw)
     except BaseException:
         raw.close()
         raise
@@ -115,14 +121,16 @@ def _compile(stmt: Any, keys: Sequence[str]) -> Any:
 def _params(done: Any, given: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of one execution: the statement's own values and ``given``, converted
     as SQLAlchemy would (a float column's ``to_float``)."""
-    values: dict[str, Any] = done.construct_params(dict(given))
-    for name, process in (getattr(done, "_bind_processors", None) or {}).items():
-        if values.get(name) is not None:
-            values[name] = process(values[name])
-    return values
+    return _converted(done.construct_params(dict(given)), _processors(done))
 
 
-def _converted(row: Mapping[str, Any], procs: Mapping[str, Any]) -> Mapping[str, Any]:
+def _processors(done: Any) -> Mapping[str, Any]:
+    """The compiled statement's value converters, by parameter (none for most)."""
+    return getattr(done, "_bind_processors", None) or {}
+
+
+def _converted(row: Mapping[str, Any], procs: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` as a new dict, each value with a converter converted (``None`` stays)."""
     return {k: procs[k](v) if k in procs and v is not None else v for k, v in row.items()}
 
 
@@ -147,8 +155,8 @@ class DbapiConnection:
             if set(done.construct_params(dict(params[0]))) == set(params[0]):
                 # The rows' keys are the statement's parameters (an INSERT of columns): the
                 # rows as they are, a converted column's values converted.
-                procs = getattr(done, "_bind_processors", None) or {}
-                rows = [_converted(p, procs) if procs else dict(p) for p in params]
+                procs = _processors(done)
+                rows = [_converted(p, procs) for p in params]
             else:
                 rows = [_params(done, p) for p in params]
             return DbapiResult(self.raw.executemany(done.string, rows))

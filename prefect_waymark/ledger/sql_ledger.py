@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import BranchBusyError, LedgerError, LedgerNotFound
 from .base import Ledger, event_kind, this_host
-from .dbapi_conn import LeanSqlite
+from .dbapi_conn import LeanSqlite, set_ledger_pragmas
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
 from .plan_archive import PlanArchive
@@ -68,12 +68,7 @@ def _sqlite_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA busy_timeout=60000")
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.close()
+        set_ledger_pragmas(dbapi_conn)  # the sqlite3 path's settings: we issue BEGIN ourselves
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:

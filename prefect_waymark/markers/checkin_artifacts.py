@@ -110,9 +110,10 @@ def _settings_may_name_a_server() -> bool:
         return True
     if isinstance(tool, dict) and "prefect" in tool:
         return True
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    from ..run.local_server import prefect_home
+
     try:
-        data = _toml((home / "profiles.toml").read_text(encoding="utf-8"))
+        data = _toml((prefect_home() / "profiles.toml").read_text(encoding="utf-8"))
     except FileNotFoundError:
         return False
     except (OSError, ValueError):
