@@ -1,11 +1,15 @@
-"""The ``waymark`` command line. Prefect is imported only by the commands that run plans."""
+"""The ``waymark`` command line. Prefect is imported only by the commands that run plans; typer
+and the command modules load when ``app`` is first asked for (``waymark status --json`` on a
+plan it knows may answer without them: :mod:`.quick_status`)."""
 
 from __future__ import annotations
 
 import gc
 import sys
+from typing import TYPE_CHECKING, Any
 
-from .app import app
+if TYPE_CHECKING:
+    from .commands import app
 
 __all__ = ["READ_COMMANDS", "app", "main"]
 
@@ -20,4 +24,20 @@ def main() -> None:
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if command in READ_COMMANDS:
         gc.disable()
+    if command == "status":
+        from .quick_status import quick_status
+
+        code = quick_status(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
+    from .commands import app
+
     app()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from .commands import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

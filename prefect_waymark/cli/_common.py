@@ -20,9 +20,9 @@ def fail(message: str, code: int = exit_codes.BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
-def load_or_exit(plan_path: Path) -> PlanSpec:
+def load_or_exit(plan_path: Path, *, keep_digest: bool = False) -> PlanSpec:
     try:
-        return load_plan(plan_path)
+        return load_plan(plan_path, keep_digest=keep_digest)
     except PlanError as exc:
         fail(str(exc))
 

@@ -136,8 +136,9 @@ def replay(
     from ..ledger.progress_view import build_view
     from ..subplans.status import subplan_rows
     from ._common import open_reader_or_exit
+    from .status_document import print_json
     from .status_extras import last_event_in, ledger_extras, status_exit_code
-    from .status_output import print_json, print_table
+    from .status_output import print_table
 
     try:
         point = parse_point(at)

@@ -9,7 +9,7 @@ this" — nor fails: bad stdin, a mistyped option, no plan configured, no ledger
 inside are all an answer without a decision, exit 0, and one line on stderr. Nothing on the hook
 path imports Prefect.
 
-Registered by ``prefect_waymark.cli.app`` as ``app.add_typer(hook_app, name="hook")``;
+Registered by ``prefect_waymark.cli.commands`` as ``app.add_typer(hook_app, name="hook")``;
 ``python -m prefect_waymark.hooks`` runs the same commands.
 """
 

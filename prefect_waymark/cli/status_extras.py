@@ -9,16 +9,19 @@ replay leaves it out).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.event_kinds import EventKind, EventLike
 from ..ledger.progress_view import PlanView
 from ..run import exit_codes
+
+if TYPE_CHECKING:
+    from ..ledger.events import ProgressEvent
 
 __all__ = ["LastEvent", "last_event_in", "ledger_extras", "status_exit_code"]
 
 #: The newest event of one of the given kinds (``LedgerReader.last_event`` of one plan).
-LastEvent = Callable[[Sequence[EventKind]], ProgressEvent | None]
+LastEvent = Callable[[Sequence[EventKind]], EventLike | None]
 
 
 def last_event_in(events: Sequence[ProgressEvent]) -> LastEvent:

@@ -11,14 +11,14 @@ from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanClosedError
-from ..ledger.base import LedgerReader
-from ..ledger.events import EventKind, ProgressEvent
+from ..ledger.event_kinds import EventKind, EventLike
 
 if TYPE_CHECKING:
     import logging
     from pathlib import Path
 
     from ..ledger import Ledger
+    from ..ledger.base import LedgerReader
     from ..plan.spec import PlanSpec
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-def closed_record(event: ProgressEvent) -> dict[str, Any]:
+def closed_record(event: EventLike) -> dict[str, Any]:
     """What a ``plan_closed`` event says, as status, the views and the refusals show it."""
     d = event.data
     return {

@@ -3,25 +3,30 @@
 :class:`SqlLedger` loads on first use. On a SQLite file it runs on the standard library's
 ``sqlite3`` (no SQLAlchemy import); read-only commands open one through :func:`open_reader`.
 PostgreSQL goes through SQLAlchemy.
+
+Importing this package loads no pydantic: the ledger's models, readers and writers load on first
+use of their name (``waymark status --json`` reads a SQLite ledger without them).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ..errors import LedgerUrlError
-from .base import Hold, Ledger, LedgerReader
-from .events import EventKind, ProgressEvent
-from .pin import LedgerPin, pinned_url
-from .schema import SCHEMA_VERSION
-from .step_state import StepState
+from ..run._lazy import _lazy_exports
+from .event_kinds import EventKind
 from .urls import check_ledger_url, shown_url
 
 if TYPE_CHECKING:
+    from .base import Hold, Ledger, LedgerReader
+    from .events import ProgressEvent
+    from .pin import LedgerPin
+    from .schema import SCHEMA_VERSION
     from .sql_ledger import SqlLedger
+    from .step_state import StepState
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -70,6 +75,8 @@ def resolve_ledger_url(
     ledger that cannot be had or is contradicted.
     """
     if pin is not None:
+        from .pin import pinned_url
+
         pinned = pinned_url(pin, pin_source)
         if pinned is not None and (not url or url == pinned):
             return pinned
@@ -113,9 +120,16 @@ def open_reader(url: str) -> LedgerReader:
     return open_ledger(url, create=False)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "SqlLedger":
-        from .sql_ledger import SqlLedger
-
-        return SqlLedger
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_exports(
+    __name__,
+    {
+        "Hold": ".base",
+        "Ledger": ".base",
+        "LedgerReader": ".base",
+        "ProgressEvent": ".events",
+        "LedgerPin": ".pin",
+        "SCHEMA_VERSION": ".schema",
+        "SqlLedger": ".sql_ledger",
+        "StepState": ".step_state",
+    },
+)

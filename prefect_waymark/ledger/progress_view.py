@@ -3,20 +3,79 @@ and review reasons — derived from the plan and the ledger's projection, never 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from pydantic import BaseModel, Field, PrivateAttr
+from ..statuses import StepStatus
 
-from ..models import StepStatus
-from ..plan.spec import PlanSpec
-from .step_state import StepState
-from .trusted_model import trusted_model
-
-__all__ = ["PlanView", "StepView", "build_view"]
+__all__ = ["PlanLike", "PlanView", "StateLike", "StepView", "build_view"]
 
 
-class StepView(BaseModel):
+class _StepLike(Protocol):
+    """What the view reads of a plan's step (:class:`~prefect_waymark.plan.spec.StepSpec`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def owner(self) -> str | None: ...
+    @property
+    def branch(self) -> str: ...
+    @property
+    def milestone(self) -> str | None: ...
+    @property
+    def depends_on(self) -> Sequence[str]: ...
+
+
+class PlanLike(Protocol):
+    """What the view reads of a plan: a :class:`~prefect_waymark.plan.spec.PlanSpec`, or the
+    plan's status digest (:mod:`prefect_waymark.plan.status_digest`)."""
+
+    @property
+    def plan_id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def steps(self) -> Sequence[_StepLike]: ...
+    def step_hashes(self) -> Mapping[str, str]: ...
+    def topological_order(self) -> Sequence[str]: ...
+
+
+class StateLike(Protocol):
+    """What the view reads of a step's state: a :class:`~.step_state.StepState`, or a projection
+    row read without pydantic (:mod:`prefect_waymark.ledger.plain_rows`)."""
+
+    @property
+    def status(self) -> StepStatus: ...
+    @property
+    def blocked_on(self) -> str | None: ...
+    @property
+    def def_hash(self) -> str | None: ...
+    @property
+    def skipped(self) -> str | None: ...
+    @property
+    def last_at(self) -> str | None: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def review_reason(self) -> str | None: ...
+    @property
+    def review_data(self) -> dict[str, Any]: ...
+    @property
+    def receipts(self) -> list[dict[str, Any]]: ...
+    @property
+    def open_actions(self) -> dict[str, dict[str, Any]]: ...
+
+
+@dataclass(eq=True)
+class StepView:
+    """One step as the views show it. A plain dataclass (no pydantic): ``waymark status
+    --json`` builds views without loading pydantic."""
+
     id: str
     title: str
     status: StepStatus
@@ -28,17 +87,17 @@ class StepView(BaseModel):
     attempts: int = 0
     error: str | None = None
     review_reason: str | None = None
-    blocked_by: list[str] = Field(default_factory=list)
+    blocked_by: list[str] = field(default_factory=list)
     definition_changed: bool = False
-    receipts: list[dict[str, Any]] = Field(default_factory=list)
-    open_actions: list[dict[str, Any]] = Field(
-        default_factory=list, description="Actions whose intent has no receipt: outcome unknown."
-    )
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+    #: Actions whose intent has no receipt: outcome unknown.
+    open_actions: list[dict[str, Any]] = field(default_factory=list)
     #: ``waymark skip``'s reason: the step is completed without running (no result, no outputs).
     skipped: str | None = None
 
 
-class PlanView(BaseModel):
+@dataclass(eq=True)
+class PlanView:
     plan_id: str
     title: str
     steps: list[StepView]
@@ -50,20 +109,31 @@ class PlanView(BaseModel):
     complete: bool
     active_milestone: str | None = None
 
-    _by_id: dict[str, StepView] | None = PrivateAttr(default=None)
+    _by_id: dict[str, StepView] | None = field(default=None, repr=False, compare=False)
     #: The plan object and the step states this view was built from (see ``build_view``'s
     #: ``previous``).
-    _built_from: tuple[PlanSpec, dict[str, StepState]] | None = PrivateAttr(default=None)
+    _built_from: tuple[PlanLike, dict[str, StateLike]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def step(self, step_id: str) -> StepView:
         """The view of one step (a dict lookup: pages ask for every step of big plans)."""
-        # The private dict itself: ``self._by_id`` goes through pydantic's __getattr__ (~9 us).
-        private = self.__pydantic_private__
-        by_id: dict[str, StepView] | None = private.get("_by_id") if private else None
+        by_id = self._by_id
         if by_id is None or len(by_id) != len(self.steps):
-            by_id = {s.id: s for s in self.steps}
-            self._by_id = by_id
+            by_id = self._by_id = {s.id: s for s in self.steps}
         return by_id[step_id]
+
+
+_new_view = object.__new__
+_set = object.__setattr__
+
+
+def _step_view(values: dict[str, Any]) -> StepView:
+    """A :class:`StepView` whose fields are ``values`` (every field given, trusted values from a
+    validated plan and the ledger): no ``__init__`` call per step of a big plan."""
+    view = _new_view(StepView)
+    _set(view, "__dict__", values)
+    return view
 
 
 _PENDING, _COMPLETED = StepStatus.pending, StepStatus.completed
@@ -71,7 +141,7 @@ _STOPS = frozenset((StepStatus.failed, StepStatus.needs_review, StepStatus.block
 
 
 def build_view(
-    plan: PlanSpec, states: Mapping[str, StepState], previous: PlanView | None = None
+    plan: PlanLike, states: Mapping[str, StateLike], previous: PlanView | None = None
 ) -> PlanView:
     """Fold the ledger's step states onto the plan, in dependency order.
 
@@ -118,9 +188,7 @@ def build_view(
             if status == _PENDING and blockers:
                 status = StepStatus.blocked
         status_of[sid] = status
-        # Trusted values from a validated plan and ledger: no validation.
-        views[sid] = trusted_model(
-            StepView,
+        views[sid] = _step_view(
             {
                 "id": sid,
                 "title": spec.title,

@@ -1,8 +1,9 @@
 """The ledger's storage schema, defined once: its tables, their columns, and how a row becomes a
 record again.
 
-Standard library and pydantic only, so the stdlib reader (:mod:`.sqlite_reader`) builds its SQL
-from it without importing SQLAlchemy. The SQLModel tables (:mod:`._tables`) take their names from
+Standard library only (the event and step-state models load when a row becomes one), so the
+stdlib reader (:mod:`.sqlite_reader`) builds its SQL from it without importing SQLAlchemy or
+pydantic. The SQLModel tables (:mod:`._tables`) take their names from
 here and are checked against these columns when they load; :class:`.SqlLedger` and the reader turn
 rows into events and step states with the same functions below.
 """
@@ -13,11 +14,14 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerVersionError
-from .events import EventKind, ProgressEvent
-from .step_state import StepState
+from .event_kinds import EventKind
+
+if TYPE_CHECKING:
+    from .events import ProgressEvent
+    from .step_state import StepState
 
 __all__ = [
     "EVENTS",
@@ -31,6 +35,7 @@ __all__ = [
     "TABLES",
     "TableDef",
     "check_schema_version",
+    "event_fields",
     "event_from_row",
     "event_values",
     "kind_names",
@@ -87,12 +92,20 @@ def check_schema_version(found: int, where: str) -> None:
         )
 
 
-def event_from_row(row: Sequence[Any]) -> ProgressEvent:
-    """An event from its row: the values of :data:`EVENTS`'s columns, in their order."""
+def event_fields(row: Sequence[Any]) -> dict[str, Any]:
+    """An event's fields from its row (the values of :data:`EVENTS`'s columns, in their
+    order): ``at`` a datetime, ``data`` a dict, ``kind`` as stored (a plain string)."""
     values = dict(zip(EVENTS.columns, row, strict=True))
     values["at"] = datetime.fromisoformat(values["at"])
     values["data"] = json.loads(values["data"])
-    return ProgressEvent(**values)
+    return values
+
+
+def event_from_row(row: Sequence[Any]) -> ProgressEvent:
+    """An event from its row: the values of :data:`EVENTS`'s columns, in their order."""
+    from .events import ProgressEvent
+
+    return ProgressEvent(**event_fields(row))
 
 
 def event_values(ev: ProgressEvent) -> dict[str, Any]:
@@ -122,5 +135,7 @@ def kind_names(kinds: Iterable[EventKind | str]) -> list[str]:
 
 def states_by_step(states_json: Iterable[str]) -> dict[str, StepState]:
     """The projection from the ``state`` column of a plan's :data:`STEPS` rows."""
+    from .step_state import StepState
+
     states = [StepState.model_validate_json(s) for s in states_json]
     return {s.step_id: s for s in states}

@@ -12,12 +12,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from ..errors import LedgerError, LedgerNotFound
-from .base import Hold
-from .events import EventKind, ProgressEvent
-from .receipt_records import ReceiptRecord
+from .event_kinds import EventKind
+from .plain_rows import PlainEvent, PlainState, plain_event, plain_states
 from .schema import (
     EVENTS,
     HOLDS,
@@ -31,7 +31,12 @@ from .schema import (
     kind_names,
     states_by_step,
 )
-from .step_state import StepState
+
+if TYPE_CHECKING:
+    from .base import Hold
+    from .events import ProgressEvent
+    from .receipt_records import ReceiptRecord
+    from .step_state import StepState
 
 __all__ = ["SqliteReader", "read_events", "read_last_event", "sqlite_path"]
 
@@ -56,12 +61,19 @@ def read_last_event(
     raw: sqlite3.Connection, plan_id: str, kinds: Iterable[EventKind | str]
 ) -> ProgressEvent | None:
     """The plan's newest event of one of ``kinds``."""
+    row = _last_event_row(raw, plan_id, kinds)
+    return event_from_row(row) if row is not None else None
+
+
+def _last_event_row(
+    raw: sqlite3.Connection, plan_id: str, kinds: Iterable[EventKind | str]
+) -> tuple[object, ...] | None:
     names = kind_names(kinds)
     where = f"plan_id = ? AND kind IN ({', '.join('?' for _ in names)})"
-    row = raw.execute(
+    row: tuple[object, ...] | None = raw.execute(
         EVENTS.select(where, "ORDER BY seq DESC LIMIT 1"), (plan_id, *names)
     ).fetchone()
-    return event_from_row(row) if row is not None else None
+    return row
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -111,8 +123,15 @@ class SqliteReader:
         self.ledger_id: str | None = str(found[0]) if found is not None else None
 
     def step_states(self, plan_id: str) -> dict[str, StepState]:
+        return states_by_step(self._state_texts(plan_id))
+
+    def plain_step_states(self, plan_id: str) -> dict[str, PlainState]:
+        """:meth:`step_states` as plain records, without pydantic (the quick status path)."""
+        return plain_states(self._state_texts(plan_id))
+
+    def _state_texts(self, plan_id: str) -> list[str]:
         rows = self._conn.execute(f"SELECT state FROM {STEPS.name} WHERE plan_id = ?", (plan_id,))
-        return states_by_step(r[0] for r in rows)
+        return [r[0] for r in rows]
 
     def events(
         self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
@@ -122,13 +141,22 @@ class SqliteReader:
     def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
         return read_last_event(self._conn, plan_id, kinds)
 
+    def plain_last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> PlainEvent | None:
+        """:meth:`last_event` as a plain record, without pydantic (the quick status path)."""
+        row = _last_event_row(self._conn, plan_id, kinds)
+        return plain_event(row) if row is not None else None
+
     def holds(self, plan_id: str) -> list[Hold]:
+        from .base import Hold
+
         rows = self._conn.execute(HOLDS.select("plan_id = ?"), (plan_id,))
         return [Hold(*r) for r in rows]  # HOLDS's columns are Hold's fields, in order
 
     def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
         """Every receipt row of a plan (or of one step), oldest intent first: what
         :meth:`~.receipts.SqlReceipts.receipts` returns (``waymark metrics`` counts them)."""
+        from .receipt_records import ReceiptRecord
+
         where, params = "plan_id = ?", [plan_id]
         if step_id is not None:
             where, params = where + " AND step_id = ?", [*params, step_id]

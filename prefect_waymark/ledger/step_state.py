@@ -12,6 +12,7 @@ from pydantic_core import to_json
 from ..errors import TransitionError
 from ..models import StepStatus
 from .events import ACTION_EVENT_KINDS, EventKind, ProgressEvent
+from .plain_rows import new_state_fields, row_fields
 from .trusted_model import trusted_model
 
 __all__ = [
@@ -103,7 +104,7 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     """Return the step's state after ``event`` (the fold of :func:`apply_to_fields`). Not
     validated, as the ledger's appends are not: a rebuild never fails on an odd old value."""
     if state is None:
-        fields = _new_fields(event.step_id or "")
+        fields = new_state_fields(event.step_id or "")
     else:  # a shallow copy with fresh containers: apply_to_fields changes some in place
         fields = dict(state.__dict__)
         fields["review_data"] = dict(state.review_data)
@@ -118,52 +119,13 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     return trusted_model(StepState, fields)
 
 
-def _new_fields(step_id: str) -> dict[str, Any]:
-    """The fields of a step with no events yet, as :meth:`StepState.model_dump` gives them
-    (fresh containers: :func:`apply_to_fields` changes them in place)."""
-    defaults, containers, _ = _defaults()
-    fields = defaults.copy()
-    for name, empty in containers:
-        fields[name] = empty.copy()
-    fields["step_id"] = step_id
-    return fields
-
-
-_Defaults = tuple[dict[str, Any], tuple[tuple[str, Any], ...], tuple[str, ...]]
-_DEFAULTS: _Defaults | None = None
-
-
-def _defaults() -> _Defaults:
-    """A new step's fields (JSON values), its container fields and the field names in the
-    model's order, made once."""
-    global _DEFAULTS
-    if _DEFAULTS is None:
-        defaults = StepState(step_id="").model_dump(mode="json")
-        containers = tuple((k, v) for k, v in defaults.items() if isinstance(v, dict | list))
-        _DEFAULTS = defaults, containers, tuple(defaults)
-    return _DEFAULTS
-
-
-def row_fields(text: str | None, step_id: str) -> dict[str, Any] | None:
-    """A projection row's ``state`` as fields (``None`` for no row or a new row's placeholder).
-    A row an older version wrote may lack a newer field: it gets the default, and the fields
-    come in the model's order, only the model's."""
-    if not text:
-        return None
-    fields: dict[str, Any] = json.loads(text)
-    if tuple(fields) != _defaults()[2]:
-        found, fields = fields, _new_fields(step_id)
-        fields.update((k, found[k]) for k in fields.keys() & found.keys())
-    return fields
-
-
 def folded_json(
     fields: dict[str, Any] | None, event: ProgressEvent, at: str, data_json: str
 ) -> str:
     """The step's row after ``event``, from its stored form (``at``, its ``data`` as written):
     the fields folded in place (a new step's if ``None``), as the row's ``state``."""
     if fields is None:
-        fields = _new_fields(event.step_id or "")
+        fields = new_state_fields(event.step_id or "")
     apply_to_fields(fields, event.kind, at, event.branch, event.run_id, json.loads(data_json))
     # pydantic's serializer, as StepState.model_dump_json writes it (its float forms; NaN and
     # infinities as null): the row is what a rebuild writes.

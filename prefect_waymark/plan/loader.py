@@ -15,6 +15,7 @@ from ..errors import PlanError, PlanProblem
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
 from ..subplans.loading import plan_step_problems, resolve_subplans
+from .cache_files import plan_text
 from .plan_cache import cached_plan, store_plan
 from .reading import (
     MAX_PROBLEMS,
@@ -26,6 +27,7 @@ from .reading import (
     shown,
 )
 from .spec import NUMBER_BOUNDS, BlockRef, PlanSpec, StateRefSpec, StepSpec
+from .status_digest import store_digest
 from .step_checks import check_contract_links, check_steps, near
 
 __all__ = ["load_plan", "validate_plan_data"]
@@ -305,22 +307,30 @@ _PARSED_MAX = 4
 _PARSED_LOCK = threading.Lock()
 
 
-def load_plan(path: str | Path) -> PlanSpec:
+def load_plan(path: str | Path, *, keep_digest: bool = False) -> PlanSpec:
     """Read and validate a plan file; raise :class:`PlanError` naming file, line and field.
 
     The same file with the same content gives the same (validated) PlanSpec again without
-    parsing it twice; treat it as read-only."""
+    parsing it twice; treat it as read-only. ``keep_digest``: keep the plan's status digest
+    for ``waymark status --json``'s quick path (:mod:`.status_digest`)."""
     p = Path(path)
     source = str(path)
     try:
-        # Newlines as text mode reads them (\r\n and \r become \n).
-        text = read_plan_bytes(p, source).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        text = plan_text(read_plan_bytes(p, source))
     except FileNotFoundError:
         raise PlanError([PlanProblem(source, "", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         msg = f"cannot read the file: {clip(str(exc))}"
         raise PlanError([PlanProblem(source, "", msg)]) from None
     key = (source, str(p.resolve()), text)
+    spec = _load(p, key)
+    if keep_digest:
+        store_digest(*key, spec)  # if it may be kept and is not yet
+    return spec
+
+
+def _load(p: Path, key: tuple[str, str, str]) -> PlanSpec:
+    source, _, text = key
     with _PARSED_LOCK:
         found = _PARSED.get(key)
         if found is not None:

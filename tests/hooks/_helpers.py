@@ -1,6 +1,6 @@
 """Helpers for the hook tests: the recorded payloads, a plan with an agent step, and real
 subprocess runs of the hook (``python -m prefect_waymark.hooks``, the ``waymark hook`` commands
-until the lead registers them in ``cli/app.py``)."""
+until the lead registers them in ``cli/commands.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A test-only command line with ``waymark import`` registered the way the lead registers it in
-``prefect_waymark/cli/app.py`` (``app.command("import")(import_plan)``); the tests run it in a
+``prefect_waymark/cli/commands.py`` (``app.command("import")(import_plan)``); the tests run it in a
 real subprocess: ``python tests/importers/import_app.py import FILE --from ...``."""
 
 from __future__ import annotations

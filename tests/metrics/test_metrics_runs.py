@@ -55,7 +55,7 @@ def _plan_doc(version: int) -> dict[str, Any]:
 
 def _skip(plan: Path, ledger: str, step: str) -> None:
     """``waymark skip`` when the command is there; else the same event through the ledger."""
-    from prefect_waymark.cli.app import app
+    from prefect_waymark.cli.commands import app
     from prefect_waymark.ledger import open_ledger
     from prefect_waymark.ledger.events import EventKind
 

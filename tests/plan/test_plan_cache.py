@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 import pytest
 from pydantic import Field
 
-from prefect_waymark.plan import plan_cache
+from prefect_waymark.plan import cache_files, plan_cache
 from prefect_waymark.plan.loader import load_plan
 from prefect_waymark.plan.plan_cache import CACHE_MIN_BYTES, cached_plan
 from tests._support.helpers import run_cli, write_plan
@@ -84,9 +84,10 @@ def test_a_torn_entry_is_ignored_and_replaced(tmp_path: Path) -> None:
     assert _status(plan, cache)["title"] == "A big plan"
     (entry,) = cache.glob("*.pickle")
     entry.write_bytes(entry.read_bytes()[:1000])  # a write cut short
-    proc = run_cli("status", str(plan), "--json", env={"WAYMARK_PLAN_CACHE": str(cache)})
+    # The table: `status --json` would answer from the plan's status digest (cli/quick_status.py)
+    proc = run_cli("status", str(plan), env={"WAYMARK_PLAN_CACHE": str(cache)})
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert json.loads(proc.stdout)["title"] == "A big plan"
+    assert "A big plan" in proc.stdout
     (again,) = cache.glob("*.pickle")
     assert again.stat().st_size > 1000  # replaced by a whole entry
 
@@ -110,7 +111,7 @@ def test_other_code_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert found is not None and found == spec
     assert cached_plan(str(plan), str(plan.resolve()), text + "\n# edited") is None
     assert cached_plan("elsewhere/plan.yaml", str(plan.resolve()), text) is None
-    monkeypatch.setattr(plan_cache, "_FINGERPRINT", "another version of the code")
+    monkeypatch.setattr(cache_files, "_FINGERPRINT", "another version of the code")
     assert cached_plan(str(plan), str(plan.resolve()), text) is None
 
 

@@ -61,7 +61,7 @@ def test_dask_without_prefect_dask_names_the_install_line(monkeypatch: pytest.Mo
 
 def test_the_cli_imports_no_dask_at_start_up() -> None:
     code = (
-        "import sys, prefect_waymark.cli.app, prefect_waymark.flows.run_plan; "
+        "import sys, prefect_waymark.cli.commands, prefect_waymark.flows.run_plan; "
         "print(sorted(m for m in sys.modules if 'dask' in m or m == 'distributed'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

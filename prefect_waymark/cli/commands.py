@@ -85,10 +85,11 @@ def status(
     from ..ledger import Ledger
     from ..ledger.progress_view import build_view
     from ..subplans.status import subplan_rows
+    from .status_document import print_json
     from .status_extras import ledger_extras, status_exit_code
-    from .status_output import print_json, print_table
+    from .status_output import print_table
 
-    spec = load_or_exit(plan)
+    spec = load_or_exit(plan, keep_digest=True)  # for the next `status --json` (quick_status)
     wd = workdir_for(spec, workdir)
     # Plain status reads a SQLite ledger without SQLAlchemy; --rebuild writes, so it opens it all.
     led = (
