@@ -189,8 +189,6 @@ def test_the_whole_process_loads_none_of_the_heavy_modules(tmp_path: Path, cache
     assert proc.stdout == first.stdout and proc.returncode == first.returncode == 4
 
 
-
-
 def test_what_it_leaves_to_the_full_command(
     tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
