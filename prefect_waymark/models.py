@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .statuses import StepStatus
+from .ledger.statuses import StepStatus
 
 __all__ = [
     "FORBIDDEN_PREFIX",

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..statuses import StepStatus
 from .event_kinds import EventKind
 from .schema import event_fields
+from .statuses import StepStatus
 
 __all__ = [
     "STATE_FIELDS",

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError, PlanClosedError
 from .events import EventKind, ProgressEvent
-from .schema import HOLDS, RECEIPTS, STEPS, states_by_step
+from .schema import HOLDS, RECEIPTS, STEPS
 from .statements import INSERT_META, STEP_STATES, STOP_ROWS
-from .step_state import StepState
+from .step_state import StepState, states_by_step
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager

@@ -3,11 +3,12 @@ and review reasons — derived from the plan and the ledger's projection, never 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..statuses import StepStatus
+from .statuses import StepStatus
 
 __all__ = ["PlanLike", "PlanView", "StateLike", "StepView", "build_view"]
 
@@ -112,9 +113,7 @@ class PlanView:
     _by_id: dict[str, StepView] | None = field(default=None, repr=False, compare=False)
     #: The plan object and the step states this view was built from (see ``build_view``'s
     #: ``previous``).
-    _built_from: tuple[PlanLike, dict[str, StateLike]] | None = field(
-        default=None, repr=False, compare=False
-    )
+    _built_from: _Built | None = field(default=None, repr=False, compare=False)
 
     def step(self, step_id: str) -> StepView:
         """The view of one step (a dict lookup: pages ask for every step of big plans)."""
@@ -146,69 +145,145 @@ def build_view(
     """Fold the ledger's step states onto the plan, in dependency order.
 
     ``previous``: a view built before from the same plan object (a run's start view, for its end
-    view): a step whose state, and the statuses of whose needs, are as they were then keeps its
-    view object, not built again — the end view of a 5-step run of a 10,000-step plan builds 5
-    (views are read, never changed in place: two views may share a step's).
+    view). Only the steps whose state changed since, and the steps after a step whose status
+    changed, are built again; every other step keeps its view object — the end view of a
+    5-step run of a 10,000-step plan builds 5 and their next steps (views are read, never
+    changed in place: two views may share a step's).
     """
+    built = previous._built_from if previous is not None else None
+    if previous is not None and built is not None and built.plan is plan:
+        return _rebuilt(plan, states, previous, built)
     hashes = plan.step_hashes()
     order = plan.topological_order()
     by_id = {s.id: s for s in plan.steps}
     status_of: dict[str, StepStatus] = {}
     views: dict[str, StepView] = {}
-    built = previous._built_from if previous is not None else None
-    before = built[1] if built is not None and built[0] is plan else None
-    was = {v.id: v for v in previous.steps} if before is not None and previous else {}
     for sid in order:
-        spec = by_id[sid]
-        st = states.get(sid)
-        deps = spec.depends_on
-        if before is not None:
-            old = before.get(sid)
-            if (old is st or old == st) and (st is None or not st.blocked_on):
-                kept = was[sid]
-                if all(status_of[d] == was[d].status for d in deps):
-                    views[sid], status_of[sid] = kept, kept.status
-                    continue
-        blockers = [d for d in deps if status_of[d] in _STOPS] if deps else []
-        if st is None:  # most steps of a big plan: never run
-            status = StepStatus.blocked if blockers else _PENDING
-            changed = False
-        else:
-            status = st.status
-            if status == StepStatus.blocked and st.blocked_on:
-                on = states.get(st.blocked_on)
-                if on is not None and on.status == _COMPLETED:  # what it waited for: done
-                    status = _PENDING
-            changed = bool(
-                status == "completed"
-                and st.skipped is None  # a skipped step has no result a new definition changes
-                and st.def_hash
-                and st.def_hash != hashes[sid]
-            )
-            if status == _PENDING and blockers:
-                status = StepStatus.blocked
-        status_of[sid] = status
-        views[sid] = _step_view(
-            {
-                "id": sid,
-                "title": spec.title,
-                "status": status,
-                "owner": spec.owner,
-                "branch": spec.branch,
-                "milestone": spec.milestone,
-                "depends_on": list(deps),
-                "last_event_at": st.last_at if st else None,
-                "attempts": st.attempts if st else 0,
-                "error": st.error if st else None,
-                "review_reason": st.review_reason if st else None,
-                "blocked_by": blockers,
-                "definition_changed": changed,
-                "receipts": list(st.receipts) if st else [],
-                "open_actions": list(st.open_actions.values()) if st else [],
-                "skipped": st.skipped if st else None,
-            },
-        )
+        view = _one_step(by_id[sid], states, status_of, hashes)
+        views[sid], status_of[sid] = view, view.status
     ordered = [views[s.id] for s in plan.steps]
+    return _plan_view(plan, ordered, status_of, states, _Built(plan, dict(states), by_id))
+
+
+@dataclass
+class _Built:
+    """What a view was built from, and what a later build from the same plan object needs."""
+
+    plan: PlanLike
+    states: dict[str, StateLike]
+    by_id: dict[str, _StepLike]
+    #: Each step's place in the dependency order and in the plan, and the steps that need it:
+    #: made on the first rebuild, kept for the next.
+    rank: dict[str, int] | None = None
+    index: dict[str, int] | None = None
+    needed_by: dict[str, list[str]] | None = None
+
+
+def _one_step(
+    spec: _StepLike,
+    states: Mapping[str, StateLike],
+    status_of: Mapping[str, StepStatus],
+    hashes: Mapping[str, str],
+) -> StepView:
+    """The view of one step, from its state and the statuses of the steps it needs."""
+    sid, deps = spec.id, spec.depends_on
+    st = states.get(sid)
+    blockers = [d for d in deps if status_of[d] in _STOPS] if deps else []
+    if st is None:  # most steps of a big plan: never run
+        status = StepStatus.blocked if blockers else _PENDING
+        changed = False
+    else:
+        status = st.status
+        if status == StepStatus.blocked and st.blocked_on:
+            on = states.get(st.blocked_on)
+            if on is not None and on.status == _COMPLETED:  # what it waited for: done
+                status = _PENDING
+        changed = bool(
+            status == "completed"
+            and st.skipped is None  # a skipped step has no result a new definition changes
+            and st.def_hash
+            and st.def_hash != hashes[sid]
+        )
+        if status == _PENDING and blockers:
+            status = StepStatus.blocked
+    return _step_view(
+        {
+            "id": sid,
+            "title": spec.title,
+            "status": status,
+            "owner": spec.owner,
+            "branch": spec.branch,
+            "milestone": spec.milestone,
+            "depends_on": list(deps),
+            "last_event_at": st.last_at if st else None,
+            "attempts": st.attempts if st else 0,
+            "error": st.error if st else None,
+            "review_reason": st.review_reason if st else None,
+            "blocked_by": blockers,
+            "definition_changed": changed,
+            "receipts": list(st.receipts) if st else [],
+            "open_actions": list(st.open_actions.values()) if st else [],
+            "skipped": st.skipped if st else None,
+        },
+    )
+
+
+def _rebuilt(
+    plan: PlanLike, states: Mapping[str, StateLike], previous: PlanView, built: _Built
+) -> PlanView:
+    """:func:`build_view` from ``previous`` (built from the same plan object): the steps whose
+    state changed (or that wait behind another step: ``blocked_on``) are built again, in
+    dependency order, and after any step whose status changed, the steps that need it."""
+    if built.rank is None or built.index is None or built.needed_by is None:
+        built.rank = {sid: i for i, sid in enumerate(plan.topological_order())}
+        built.index = {s.id: i for i, s in enumerate(plan.steps)}
+        needed_by: dict[str, list[str]] = {}
+        for s in plan.steps:
+            for d in s.depends_on:
+                needed_by.setdefault(d, []).append(s.id)
+        built.needed_by = needed_by
+    rank, index, needed_by = built.rank, built.index, built.needed_by
+    before = built.states
+    moved = [
+        sid
+        for sid in before.keys() | states.keys()
+        if sid in rank
+        and (
+            (st := states.get(sid)) is not (old := before.get(sid))
+            and st != old
+            or (st is not None and st.blocked_on)
+        )
+    ]
+    ordered = list(previous.steps)
+    status_of = {v.id: v.status for v in ordered}
+    hashes = plan.step_hashes()
+    queue = [(rank[sid], sid) for sid in moved]
+    heapq.heapify(queue)
+    done: set[str] = set()
+    while queue:
+        _, sid = heapq.heappop(queue)
+        if sid in done:
+            continue
+        done.add(sid)
+        view = _one_step(built.by_id[sid], states, status_of, hashes)
+        ordered[index[sid]] = view
+        if view.status != status_of[sid]:
+            status_of[sid] = view.status
+            for after in needed_by.get(sid, ()):
+                heapq.heappush(queue, (rank[after], after))
+    again = _Built(plan, dict(states), built.by_id, rank, index, needed_by)
+    return _plan_view(plan, ordered, status_of, states, again)
+
+
+def _plan_view(
+    plan: PlanLike,
+    ordered: list[StepView],
+    status_of: Mapping[str, StepStatus],
+    states: Mapping[str, StateLike],
+    built: _Built,
+) -> PlanView:
+    """The plan's view from its steps' views (in plan order) and their statuses."""
+    order, by_id = plan.topological_order(), built.by_id
     current = {v.branch: v.id for v in ordered if v.status == "in_progress"}
     next_step = None
     for sid in order:
@@ -241,5 +316,5 @@ def build_view(
         complete=all(status == "completed" for status in counts),
         active_milestone=milestone,
     )
-    view._built_from = (plan, dict(states))
+    view._built_from = built
     return view

@@ -1,11 +1,12 @@
 """The ledger's storage schema, defined once: its tables, their columns, and how a row becomes a
 record again.
 
-Standard library only (the event and step-state models load when a row becomes one), so the
-stdlib reader (:mod:`.sqlite_reader`) builds its SQL from it without importing SQLAlchemy or
-pydantic. The SQLModel tables (:mod:`._tables`) take their names from
-here and are checked against these columns when they load; :class:`.SqlLedger` and the reader turn
-rows into events and step states with the same functions below.
+Standard library only (the event model loads when a row becomes an event), so the stdlib reader
+(:mod:`.sqlite_reader`) builds its SQL from it without importing SQLAlchemy or pydantic. The
+SQLModel tables (:mod:`._tables`) take their names from here and are checked against these
+columns when they load; :class:`.SqlLedger` and the reader turn rows into events with the same
+functions below, and projection rows into step states with
+:func:`.step_state.states_by_step` (:mod:`.plain_rows` without pydantic).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from .event_kinds import EventKind
 
 if TYPE_CHECKING:
     from .events import ProgressEvent
-    from .step_state import StepState
 
 __all__ = [
     "EVENTS",
@@ -39,7 +39,6 @@ __all__ = [
     "event_from_row",
     "event_values",
     "kind_names",
-    "states_by_step",
 ]
 
 #: The version of this schema, stored in ``waymark_meta`` under :data:`SCHEMA_VERSION_KEY`.
@@ -131,11 +130,3 @@ def kind_names(kinds: Iterable[EventKind | str]) -> list[str]:
     Plain ``str``: a database driver need not know the enum (psycopg would write its name).
     """
     return [k.value if isinstance(k, EventKind) else str(k) for k in kinds]
-
-
-def states_by_step(states_json: Iterable[str]) -> dict[str, StepState]:
-    """The projection from the ``state`` column of a plan's :data:`STEPS` rows."""
-    from .step_state import StepState
-
-    states = [StepState.model_validate_json(s) for s in states_json]
-    return {s.step_id: s for s in states}

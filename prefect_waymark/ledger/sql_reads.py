@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .base import Hold
 from .events import EventKind, ProgressEvent
-from .schema import event_from_row, kind_names, states_by_step
+from .schema import event_from_row, kind_names
 from .sqlite_reader import read_events, read_last_event
 from .statements import COUNT_EVENTS, HOLDS, STEP_STATES, table
-from .step_state import StepState
+from .step_state import StepState, states_by_step
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine

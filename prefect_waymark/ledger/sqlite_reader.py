@@ -29,7 +29,6 @@ from .schema import (
     check_schema_version,
     event_from_row,
     kind_names,
-    states_by_step,
 )
 
 if TYPE_CHECKING:
@@ -123,6 +122,8 @@ class SqliteReader:
         self.ledger_id: str | None = str(found[0]) if found is not None else None
 
     def step_states(self, plan_id: str) -> dict[str, StepState]:
+        from .step_state import states_by_step
+
         return states_by_step(self._state_texts(plan_id))
 
     def plain_step_states(self, plan_id: str) -> dict[str, PlainState]:

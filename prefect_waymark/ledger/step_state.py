@@ -4,6 +4,7 @@ on every append and :meth:`Ledger.rebuild` applies them to the whole event histo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -22,6 +23,7 @@ __all__ = [
     "check_status_transition",
     "folded_json",
     "row_fields",
+    "states_by_step",
 ]
 
 # Which statuses each event may follow. ``None`` means any status.
@@ -267,3 +269,9 @@ _RECEIPT_FIELDS = (
     "by",
     "source",
 )
+
+
+def states_by_step(states_json: Iterable[str]) -> dict[str, StepState]:
+    """The projection from the ``state`` column of a plan's projection rows."""
+    states = [StepState.model_validate_json(s) for s in states_json]
+    return {s.step_id: s for s in states}

@@ -1,5 +1,6 @@
 """Step statuses and the enum they are made with: standard library only, so that a command that
-only reads (``waymark status --json``) loads them without pydantic."""
+only reads (``waymark status --json``) loads them without pydantic. :mod:`prefect_waymark.models`
+names :class:`StepStatus` among the domain records."""
 
 from __future__ import annotations
 
