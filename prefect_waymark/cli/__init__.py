@@ -27,7 +27,11 @@ def main() -> None:
     if command == "status":
         from .quick_status import quick_status
 
-        code = quick_status(sys.argv[1:])
+        try:
+            code = quick_status(sys.argv[1:])
+        except KeyboardInterrupt:  # Ctrl-C: as typer ends the full command
+            print("\nAborted!", file=sys.stderr)
+            sys.exit(1)
         if code is not None:
             sys.exit(code)
     from .commands import app

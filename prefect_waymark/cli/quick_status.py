@@ -16,13 +16,14 @@ functions: the view (:func:`..ledger.progress_view.build_view`), the document
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from ..errors import LedgerError, LedgerNotFound
 from ..ledger import LEDGER_ENV, default_ledger_url
 from ..ledger.progress_view import build_view
 from ..ledger.sqlite_reader import SqliteReader
-from ..plan.cache_files import plan_text
+from ..plan.cache_files import read_regular_plan
 from ..plan.status_digest import cached_digest
 from .status_document import status_document, status_json
 from .status_extras import ledger_extras, status_exit_code
@@ -65,11 +66,12 @@ def quick_status(args: list[str]) -> int | None:
         return None
     given, workdir = found
     path = Path(given)
+    text = read_regular_plan(path)  # a pipe, a huge or odd file: the full command reads it
+    if text is None:
+        return None
     try:
-        with open(path, "rb") as fh:
-            text = plan_text(fh.read())
         digest = cached_digest(str(path), str(path.resolve()), text)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, RuntimeError):  # resolve(): a loop of links
         return None
     if digest is None:
         return None
@@ -98,6 +100,14 @@ def quick_status(args: list[str]) -> int | None:
         if deployment_id:
             return None  # its schedule and next run come from the Prefect server
         extra.update(extras)
-    view = build_view(digest, states)
-    print(status_json(status_document(view, extra)))
+    try:
+        view = build_view(digest, states)
+        text = status_json(status_document(view, extra))
+    except Exception:  # noqa: BLE001 - a digest and a ledger that do not fit: the full command
+        return None
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `| head`: as the full command (click), quietly, exit 1
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+        return 1
     return status_exit_code(view, extra)

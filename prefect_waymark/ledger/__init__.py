@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .base import Hold, Ledger, LedgerReader
     from .events import ProgressEvent
     from .pin import LedgerPin
+    from .pin import pinned_url as pinned_url
     from .schema import SCHEMA_VERSION
     from .sql_ledger import SqlLedger
     from .step_state import StepState
@@ -128,6 +129,7 @@ __getattr__ = _lazy_exports(
         "LedgerReader": ".base",
         "ProgressEvent": ".events",
         "LedgerPin": ".pin",
+        "pinned_url": ".pin",
         "SCHEMA_VERSION": ".schema",
         "SqlLedger": ".sql_ledger",
         "StepState": ".step_state",

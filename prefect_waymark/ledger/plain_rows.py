@@ -116,14 +116,56 @@ class PlainState:
     skipped: str | None
 
 
+_NONE = type(None)
+_OPTIONAL_STR = (str, _NONE)
+#: Each field's type as a row holds it (JSON values): a row whose values are not exactly these
+#: is one the model would coerce or refuse, so :func:`plain_states` leaves it to the model.
+_STATE_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(STATE_FIELDS, _OPTIONAL_STR),
+    "step_id": (str,),
+    "status": (str,),
+    "attempts": (int,),
+    "generation": (int,),
+    "interrupted": (int,),
+    "cached": (bool,),
+    "review_data": (dict,),
+    "outputs": (dict,),
+    "evidence": (dict,),
+    "receipts": (list,),
+    "open_actions": (dict,),
+}
+_STATUSES = frozenset(s.value for s in StepStatus)
+
+
+def _checked(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields``, their values exactly of the model's types (raises ``ValueError`` if not)."""
+    for name, value in fields.items():
+        if type(value) not in _STATE_TYPES[name]:
+            raise ValueError(f"a projection row's {name!r} is {type(value).__name__}")
+    ok = (
+        fields["status"] in _STATUSES
+        and fields["status_before_review"] in (None, *_STATUSES)
+        and all(type(v) is str for v in fields["outputs"].values())
+        and all(type(v) is str for v in fields["evidence"].values())
+        and all(type(r) is dict for r in fields["receipts"])
+        and all(type(a) is dict for a in fields["open_actions"].values())
+    )
+    if not ok:
+        raise ValueError(f"a projection row of step {fields['step_id']!r} holds odd values")
+    return fields
+
+
 def plain_states(states_json: Iterable[str]) -> dict[str, PlainState]:
     """The projection from the ``state`` column of a plan's rows, as
-    :func:`~.schema.states_by_step` reads it, without pydantic."""
+    :func:`~.step_state.states_by_step` reads it, without pydantic. Raises ``ValueError`` for a
+    row whose values the model would coerce or refuse (the caller then reads it with the
+    model)."""
     states: dict[str, PlainState] = {}
     for text in states_json:
         fields = row_fields(text, "")
         if fields is None:
-            continue
+            raise ValueError("an empty projection row")
+        _checked(fields)
         fields["status"] = StepStatus(fields["status"])
         if fields["status_before_review"] is not None:
             fields["status_before_review"] = StepStatus(fields["status_before_review"])

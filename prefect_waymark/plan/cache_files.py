@@ -12,21 +12,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
-import tempfile
 import time
 from importlib.util import find_spec
 from pathlib import Path
 
 __all__ = [
     "CACHE_MAX_ENTRIES",
+    "MAX_PLAN_BYTES",
     "cache_folder",
     "code_fingerprint",
     "entry_name",
     "owned",
     "plan_text",
+    "read_regular_plan",
     "write_entry",
 ]
+
+MAX_PLAN_BYTES = 4 * 1024 * 1024
+"""A plan file's size limit (4 MiB; a 10,000-step plan is about 1.3 MB)."""
 
 #: Entries kept of each kind; the oldest go first.
 CACHE_MAX_ENTRIES = 32
@@ -56,16 +61,33 @@ def plan_text(data: bytes) -> str:
     return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
+def read_regular_plan(path: Path) -> str | None:
+    """A regular file's text as the loader reads it, or ``None`` for anything else: not a
+    regular file (a pipe is read once, by the loader), over :data:`MAX_PLAN_BYTES`, unreadable,
+    not UTF-8."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_PLAN_BYTES + 1)
+        return plan_text(data) if len(data) <= MAX_PLAN_BYTES else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
 def code_fingerprint() -> str | None:
     """What validated the plan: this package's modules (size and modification time), Python,
-    and the installed files of :data:`_VALIDATING_PACKAGES` (found, not imported: an upgrade
-    rewrites them). None when a module of this package changed on disk after this process
-    started: the code in memory is not the code on disk, so no entry is read or written."""
+    the installed files of :data:`_VALIDATING_PACKAGES` (found, not imported: an upgrade
+    rewrites them) and the distributions installed (a resolver plug-in installed or removed
+    changes what a plan's state refs must hold). None when a module of this package changed on
+    disk after this process started: the code in memory is not the code on disk, so no entry
+    is read or written."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
         h = hashlib.sha256(sys.version.encode())
         for name in _VALIDATING_PACKAGES:
             h.update(f"\n{name}:{_installed(name)}".encode())
+        h.update(_distributions().encode())
         root = Path(__file__).resolve().parents[1]
         for name, st in _modules(str(root)):
             if st.st_mtime_ns > _STARTED_NS:
@@ -108,6 +130,27 @@ def _installed(package: str) -> str:
     return f"{folder}|{'|'.join(parts)}"
 
 
+def _distributions() -> str:
+    """The distributions installed (the ``*.dist-info`` / ``*.egg-info`` folders, with
+    modification times, of the site folders and ``$PYTHONPATH``), where entry points such as
+    resolver plug-ins come from. Not the script's folder or the current one (``sys.path[0]``):
+    the same installation gives the same key to ``waymark`` and to ``python -c``."""
+    import site
+
+    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    folders += [f for f in os.environ.get("PYTHONPATH", "").split(os.pathsep) if f]
+    parts = []
+    for folder in dict.fromkeys(folders):
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:  # missing, a zip file: nothing listed
+            continue
+        for entry in entries:
+            if entry.name.endswith((".dist-info", ".egg-info")):
+                parts.append(f"{folder}/{entry.name}:{entry.stat().st_mtime_ns}")
+    return "|".join(parts)
+
+
 def entry_name(fingerprint: str, source: str, resolved: str, text: str, suffix: str) -> str:
     """The file name of the entry for ``text`` read from ``source`` (``resolved``)."""
     h = hashlib.sha256(fingerprint.encode())
@@ -128,6 +171,8 @@ def owned(folder: Path) -> bool:
 def write_entry(folder: Path, name: str, data: bytes) -> None:
     """Write one entry atomically (a reader sees the old file or the whole new one) and drop
     the oldest entries of its kind beyond :data:`CACHE_MAX_ENTRIES`."""
+    import tempfile
+
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not owned(folder):
         return

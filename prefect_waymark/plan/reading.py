@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..errors import PlanError, PlanProblem
+from .cache_files import MAX_PLAN_BYTES
 
 __all__ = [
     "MAX_DEPTH",
@@ -33,8 +34,7 @@ __all__ = [
     "shown",
 ]
 
-MAX_PLAN_BYTES = 4 * 1024 * 1024
-"""A plan file's size limit (4 MiB; a 10,000-step plan is about 1.3 MB)."""
+
 MAX_DEPTH = 64
 """How deeply mappings and lists may nest (a plan needs about six levels)."""
 MAX_VALUES = 250_000

@@ -74,16 +74,31 @@ def digest_of(spec: PlanSpec) -> dict[str, Any]:
 
 
 def _from_json(doc: dict[str, Any]) -> PlanDigest | None:
-    if doc.get("version") != _VERSION or not doc.get("base_dir"):
+    """The digest, if it is one of this format and whole: every step once in the order and
+    the hashes, every need a step of the plan (else ``None``: the full command answers)."""
+    if doc.get("version") != _VERSION or not isinstance(doc.get("base_dir"), str):
         return None
     steps = [DigestStep(*row) for row in doc["steps"]]
+    ids = {s.id for s in steps}
+    hashes, order = doc["hashes"], doc["order"]
+    whole = (
+        isinstance(doc["plan_id"], str)
+        and isinstance(doc["title"], str)
+        and len(ids) == len(steps) == len(order) == len(hashes)
+        and ids == set(order) == set(hashes)
+        and all(isinstance(h, str) for h in hashes.values())
+        and all(isinstance(s.title, str) and isinstance(s.branch, str) for s in steps)
+        and all(set(s.depends_on) <= ids for s in steps)
+    )
+    if not whole:
+        return None
     return PlanDigest(
         plan_id=doc["plan_id"],
         title=doc["title"],
         base_dir=Path(doc["base_dir"]),
         steps=steps,
-        hashes=doc["hashes"],
-        order=doc["order"],
+        hashes=hashes,
+        order=order,
     )
 
 

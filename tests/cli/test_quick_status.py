@@ -24,7 +24,7 @@ import pytest
 from prefect_waymark import load_plan
 from prefect_waymark.cli.quick_status import quick_status
 from prefect_waymark.ledger import Ledger, open_ledger
-from tests._support.helpers import run_cli, write_plan
+from tests._support.helpers import WAYMARK, run_cli, write_plan
 from tests.cli.test_status import NO_PREFECT, PLAN_DOC, default_url, record_history
 
 FULL = {**NO_PREFECT, "WAYMARK_PLAN_CACHE": "off"}
@@ -254,3 +254,86 @@ def test_a_torn_digest_is_replaced(
     assert [p.name for p in cache.glob("*.status.json")] == []
     _digested(plan)
     assert _quick(plan, capsys)[0] == 0
+
+
+def test_a_pipe_and_a_huge_file_are_read_by_the_full_command(tmp_path: Path, cache: Path) -> None:
+    plan = _digested(write_plan(tmp_path / "proj", PLAN_DOC))
+    env = {**os.environ, **NO_PREFECT}
+    # A pipe is read once, by the loader: the quick path does not open it.
+    piped = subprocess.run(
+        [WAYMARK, "status", "/dev/stdin", "--json"],
+        input=plan.read_text(),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["plan_id"] == "status-plan"
+    huge = tmp_path / "huge.yaml"
+    with open(huge, "wb") as fh:  # sparse: 5 MiB of nothing, over the plan file limit
+        fh.truncate(5 * 1024 * 1024)
+    assert quick_status(["status", str(huge), "--json"]) is None
+    proc = run_cli("status", str(huge), "--json", env=NO_PREFECT)
+    assert proc.returncode == 2 and "larger than the plan file limit" in proc.stderr
+
+
+def test_a_row_the_model_refuses_and_an_odd_digest_go_to_the_full_command(
+    tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = _digested(write_plan(tmp_path / "proj", PLAN_DOC))
+    with open_ledger(default_url(plan)) as led:
+        record_history(led, plan)
+        assert _quick(plan, capsys)[0] == 4
+        # The ledger's appends keep a payload as given: an error that is not text.
+        _step(led, plan, "step_started", "side-b", def_hash="h")
+        _step(led, plan, "step_failed", "side-b", error=500)
+    assert _quick(plan, capsys) == (None, "")
+    plan2 = _digested(write_plan(tmp_path / "other", PLAN_DOC))
+    assert _quick(plan2, capsys)[0] == 0
+    (entry,) = [e for e in cache.glob("*.status.json") if "other" in e.read_text()]
+    doc = json.loads(entry.read_text())
+    doc["order"] = doc["order"][:-1]  # a step left out: not a whole digest
+    entry.write_text(json.dumps(doc))
+    assert _quick(plan2, capsys) == (None, "")
+
+
+def test_a_distribution_installed_or_removed_is_another_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resolver plug-in changes what a plan's state refs must hold: a digest (kept for plans
+    of any size, read without looking plug-ins up) must not outlive one's install."""
+    from prefect_waymark.plan import cache_files
+
+    before = cache_files.code_fingerprint()
+    site = tmp_path / "site"
+    (site / "waymark_plugin-1.0.dist-info").mkdir(parents=True)
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setattr(cache_files, "_FINGERPRINT", None)
+    installed = cache_files.code_fingerprint()
+    assert installed is not None and installed != before
+    monkeypatch.setattr(cache_files, "_FINGERPRINT", None)
+    (site / "waymark_plugin-1.0.dist-info").rename(site / "waymark_plugin-1.1.dist-info")
+    assert cache_files.code_fingerprint() not in (installed, None)
+
+
+def test_a_closed_pipe_ends_it_quietly(tmp_path: Path, cache: Path) -> None:
+    doc = {
+        "plan_id": "wide",
+        "steps": [{"id": f"s{i:04d}", "run": "true", "title": "x" * 60} for i in range(2000)],
+    }
+    plan = write_plan(tmp_path / "proj", doc)
+    env = {**os.environ, **NO_PREFECT}
+    for cache_env in ("off", str(cache), str(cache)):  # the full command, then the quick path
+        proc = subprocess.Popen(
+            [WAYMARK, "status", str(plan), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**env, "WAYMARK_PLAN_CACHE": cache_env},
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(10) == b'{\n  "plan_'
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 1, err
+        assert "Traceback" not in err and "Error" not in err, err
