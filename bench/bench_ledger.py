@@ -268,12 +268,17 @@ def bench_status(n_events: int, n_steps: int, runs: int) -> dict[str, float]:
                 [WAYMARK, "status", str(plan), "--json"], capture_output=True, text=True
             ).stdout
         )
-        assert len(doc["steps"]) == n_steps
+        assert len(doc["steps"]) == n_steps  # and the plan's status digest is kept
+        url = default_ledger_url(plan.parent.resolve())
         py = sys.executable
         rows = [
             ("python -c pass", [py, "-c", "pass"]),
             ('python -c "import prefect"', [py, "-c", "import prefect"]),
             ("waymark status --json", [WAYMARK, "status", str(plan), "--json"]),
+            (  # --ledger: the full command (the quick path answers the call above)
+                "waymark status --json --ledger URL",
+                [WAYMARK, "status", str(plan), "--json", "--ledger", url],
+            ),
             ("waymark status (table)", [WAYMARK, "status", str(plan)]),
             (
                 "waymark status --rebuild --json",
@@ -302,6 +307,7 @@ def bench_status(n_events: int, n_steps: int, runs: int) -> dict[str, float]:
         return {
             "status_json_vs_bare_python": status / bare,
             "status_json_seconds": status,
+            "status_json_full_seconds": results["waymark status --json --ledger URL"],
             "status_table_seconds": results["waymark status (table)"],
             "status_rebuild_json_seconds": results["waymark status --rebuild --json"],
             "bare_python_seconds": bare,
