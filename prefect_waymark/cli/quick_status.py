@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import LedgerError, LedgerNotFound
+from ..errors import LedgerNotFound
 from ..ledger import LEDGER_ENV, default_ledger_url
 from ..ledger.progress_view import build_view
 from ..ledger.sqlite_reader import SqliteReader
@@ -78,12 +78,11 @@ def quick_status(args: list[str]) -> int | None:
     if workdir is not None and not Path(workdir).is_dir():
         return None  # the full command says so
     base = Path(workdir) if workdir is not None else digest.base_dir
-    url = default_ledger_url(base.resolve())
     try:
-        reader = SqliteReader(url)
+        reader = SqliteReader(default_ledger_url(base.resolve()))
     except LedgerNotFound:
         reader = None  # nothing recorded yet: every step pending
-    except LedgerError:
+    except Exception:  # noqa: BLE001 - a newer, locked or damaged ledger: the full command says
         return None
     extra: dict[str, object] = {}
     states = {}
