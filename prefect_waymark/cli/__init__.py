@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..run._lazy import _lazy_exports
 
 if TYPE_CHECKING:
     from .commands import app
@@ -39,9 +41,4 @@ def main() -> None:
     app()
 
 
-def __getattr__(name: str) -> Any:
-    if name == "app":
-        from .commands import app
-
-        return app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_exports(__name__, {"app": ".commands"})

@@ -1,4 +1,5 @@
-"""Lazy public names for the capability packages (``guards``, ``review``, ``run``)."""
+"""Lazy public names for the packages (``guards``, ``review``, ``run``, ``ledger``, ``plan``,
+``cli``): importing one module of a package loads no other, nor pydantic or Prefect."""
 
 from __future__ import annotations
 
