@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LedgerError
+from .row_cache import RowCache
 from .statements import Stmt
 
 __all__ = ["DbapiConnection", "DbapiResult", "LeanSqlite", "connect_sqlite", "set_ledger_pragmas"]
@@ -140,8 +141,10 @@ class DbapiConnection:
 
     dialect = _Dialect()
 
-    def __init__(self, raw: sqlite3.Connection) -> None:
+    def __init__(self, raw: sqlite3.Connection, rows: RowCache | None = None) -> None:
         self.raw = raw
+        #: In an append's transaction: what this connection's appends wrote last (row_cache).
+        self.rows = rows
 
     def execute(
         self, stmt: Any, params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
@@ -182,6 +185,7 @@ class LeanSqlite:
         self._pid = os.getpid()
         self._raw: sqlite3.Connection | None = None
         self._owner: int | None = None  # the thread inside a transaction or read now
+        self._rows = RowCache()  # what the appends wrote last: see begin(rows=True)
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -208,6 +212,7 @@ class LeanSqlite:
         if self._raw is not None:
             _INHERITED.append(self._raw)
         self._raw = None
+        self._rows = RowCache()
         self._lock = threading.Lock()
         self._owner = None
         self._pid = os.getpid()
@@ -222,6 +227,7 @@ class LeanSqlite:
         failed COMMIT, an interrupt) or at ``synchronous=FULL``: closed, so its lock goes; the
         next use opens another."""
         raw, self._raw = self._raw, None
+        self._rows.clear()
         if raw is not None:
             try:
                 raw.close()
@@ -247,23 +253,33 @@ class LeanSqlite:
                     raw.rollback()
 
     @contextmanager
-    def begin(self, *, durable: bool = False) -> Iterator[DbapiConnection]:
+    def begin(self, *, durable: bool = False, rows: bool = False) -> Iterator[DbapiConnection]:
         """One write transaction: ``BEGIN IMMEDIATE`` (writers queue for the lock, as on the
         SQLAlchemy path), committed when the block ends, rolled back if anything raises —
         a COMMIT that fails too: the write lock is never left held. ``durable``: committed
         with ``synchronous=FULL`` (on disk when it returns), then back to ``NORMAL``; a
-        connection that cannot be put back is dropped, never kept at ``FULL``."""
+        connection that cannot be put back is dropped, never kept at ``FULL``. ``rows``: an
+        append's transaction, which may use and keep what earlier appends wrote
+        (:mod:`.row_cache`); any other transaction first forgets it."""
         with self._held():
             raw = self._connection()
+            cache = self._rows
             try:
                 if raw.in_transaction:  # never expected: a leftover is rolled back, not joined
                     raw.rollback()
                 if durable:
                     raw.execute("PRAGMA synchronous=FULL")
                 raw.execute("BEGIN IMMEDIATE")
-                yield DbapiConnection(raw)
+                if rows:
+                    cache.enter(raw)
+                else:
+                    cache.clear()
+                yield DbapiConnection(raw, cache if rows else None)
                 raw.commit()
+                if rows:
+                    cache.committed()
             except BaseException:
+                cache.clear()
                 try:
                     if raw.in_transaction:
                         raw.rollback()

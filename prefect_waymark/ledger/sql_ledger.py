@@ -20,10 +20,12 @@ from .base import Ledger, event_kind, this_host
 from .dbapi_conn import LeanSqlite, set_ledger_pragmas
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
+from .plain_rows import new_state_fields
 from .plan_archive import PlanArchive
 from .plan_close import GUARDED_KINDS, PlanCloses, refuse_if_stopped
 from .plan_rename import PlanRenames
 from .receipts import SqlReceipts
+from .row_cache import RowCache
 from .schema import (
     LEDGER_ID_KEY,
     META,
@@ -230,7 +232,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             event = event.model_copy(update={"kind": kind})
         if self._lean is not None:
             try:
-                with self._lean.begin() as lean:
+                with self._lean.begin(rows=True) as lean:
                     # The same statements on a DBAPI connection that answers like SQLAlchemy's.
                     return self._append(cast("Connection", lean), event, lease_seconds)
             except sqlite3.Error as exc:
@@ -239,24 +241,19 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             return self._append(conn, event, lease_seconds)
 
     def _append(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> ProgressEvent:
+        # An append's own transaction on the lean path: what earlier appends wrote (row_cache).
+        rows: RowCache | None = getattr(conn, "rows", None)
         fields: dict[str, Any] | None = None
+        new_row = False
         key = {"p_plan": ev.plan_id, "p_step": ev.step_id}
         if ev.kind in STEP_EVENT_KINDS:
             if ev.step_id is None:
                 raise LedgerError(f"a {ev.kind} event needs a step_id")
             if ev.kind == EventKind.step_started:
                 self._take_hold(conn, ev, lease_seconds)
-            row = conn.execute(STEP_STATE, key).first()
-            if row is None:
-                # A step's first event inserts an empty projection row first, so that SELECT
-                # ... FOR UPDATE has a row to lock: a concurrent first event for the same step
-                # then waits instead of failing on the primary key (PostgreSQL).
-                placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
-                claimed = conn.execute(CLAIM_STEP, {**placeholder, "state": ""}).rowcount == 1
-                # Our own placeholder (locked by this transaction until it ends) is empty; only
-                # when a concurrent first event inserted it first is there a state to re-read.
-                row = None if claimed else conn.execute(STEP_STATE, key).first()
-            fields = row_fields(row.state if row else None, ev.step_id)  # plain: no model
+            fields = rows.take(ev.plan_id, ev.step_id) if rows is not None else None
+            if fields is None:
+                fields, new_row = self._step_fields(conn, ev, key, rows is not None)
             status = fields["status"] if fields is not None else None
             check_status_transition(status, ev)
             if ev.kind in RELEASE_EVENT_KINDS or (
@@ -264,17 +261,49 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
                 and status == "in_progress"
             ):
                 self._release_hold(conn, ev, fields["branch"] if fields is not None else None)
-        if ev.kind in GUARDED_KINDS:  # renamed away, or closed: one indexed lookup
+        if ev.kind in GUARDED_KINDS and not (rows is not None and rows.is_open(ev.plan_id)):
             # Last, after the hold, the step row and (for an intent) the receipt row: on
             # PostgreSQL a rename's or a close's table locks have ordered us after it by now.
             refuse_if_stopped(conn, ev.plan_id, ev.kind)
+            if rows is not None and ev.kind != EventKind.plan_closed:
+                rows.saw_open(ev.plan_id)
         values = event_values(ev)
         seq = conn.execute(INSERT_EVENT, values).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
         if ev.kind in STEP_EVENT_KINDS:  # folded from the event as stored: what a rebuild gives
+            assert ev.step_id is not None
+            if fields is None:
+                fields = new_state_fields(ev.step_id)
             state = folded_json(fields, ev, values["at"], values["data"])
-            conn.execute(UPDATE_STEP, {**key, "last_seq": seq, "state": state})
+            row = {"last_seq": seq, "state": state}
+            new = {"plan_id": ev.plan_id, "step_id": ev.step_id, **row}
+            if not new_row or conn.execute(CLAIM_STEP, new).rowcount != 1:
+                conn.execute(UPDATE_STEP, {**key, **row})
+            if rows is not None:
+                rows.keep(ev.plan_id, ev.step_id, fields, values["data"])
         return stored
+
+    @staticmethod
+    def _step_fields(
+        conn: Connection, ev: ProgressEvent, key: dict[str, Any], locked: bool
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """The step's fields as its projection row holds them (``None``: no row or an empty
+        one), and whether the row is to be inserted. ``locked``: this transaction holds the
+        database's write lock (SQLite), so a new step's row is inserted with its state at the
+        end; else (PostgreSQL) an empty placeholder row is inserted now, to be locked."""
+        row = conn.execute(STEP_STATE, key).first()
+        if row is None and locked:
+            return None, True
+        if row is None:
+            # A step's first event inserts an empty projection row first, so that SELECT
+            # ... FOR UPDATE has a row to lock: a concurrent first event for the same step
+            # then waits instead of failing on the primary key (PostgreSQL).
+            placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
+            claimed = conn.execute(CLAIM_STEP, {**placeholder, "state": ""}).rowcount == 1
+            # Our own placeholder (locked by this transaction until it ends) is empty; only
+            # when a concurrent first event inserted it first is there a state to re-read.
+            row = None if claimed else conn.execute(STEP_STATE, key).first()
+        return row_fields(row.state if row else None, ev.step_id or ""), False
 
     def _take_hold(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> None:
         branch = ev.branch or "main"
