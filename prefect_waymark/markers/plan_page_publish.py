@@ -22,6 +22,8 @@ from ..run.observers import RunObserver
 from .plan_copy import PlanCopy, is_page_key, plan_copy, ui_base_url
 
 if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
+
     from ..guards.base import GuardContext
     from ..ledger.base import Ledger
     from ..ledger.progress_view import PlanView
@@ -82,6 +84,7 @@ class PlanPagePublisher:
         self.run_id = run_id
         self.copy: PlanCopy = plan_copy(plan.plan_id, ledger, str(workdir))
         self.artifact_id: UUID | None = None
+        self._creating: threading.Thread | None = None  # publish(soon=True) under way
         self._contract: GoalContract | None = None
         self._contract_read = False
 
@@ -134,39 +137,71 @@ class PlanPagePublisher:
         states: Mapping[str, StepState] | None = None,
         find: bool = False,
         view: PlanView | None = None,
+        soon: bool = False,
     ) -> None:
         """Create this run's version, or update it in place (``find``: look for a version this
-        flow run made before, e.g. at the run's end); problems are logged, not raised."""
+        flow run made before, e.g. at the run's end); problems are logged, not raised.
+        ``soon``: a version to create is sent from another thread (the run goes on meanwhile;
+        the next publish, or :meth:`created`, waits for it)."""
         try:
+            self.created()
             markdown, description = self.render(live=live, states=states, view=view)
             if self.artifact_id is None and find:
                 self.artifact_id = _find_version(self.copy.key())
-            if self.artifact_id is None:
+            if self.artifact_id is None and soon:
+                self._create_soon(markdown, description)
+            elif self.artifact_id is None:
                 self.artifact_id = _create(self.copy.key(), markdown, description, self.copy)
             else:
                 _update(self.artifact_id, markdown, description)
         except Exception as exc:  # noqa: BLE001 - the UI's page must not stop a run
             _log.warning("plan page not published: %s", exc)
 
+    def _create_soon(self, markdown: str, description: str) -> None:
+        from .concurrent_sends import Send, send_soon
 
-def _create(key: str, markdown: str, description: str, copy: PlanCopy) -> UUID:
+        key, copy = self.copy.key(), self.copy
+
+        def create(client: SyncPrefectClient) -> None:
+            self.artifact_id = _create(key, markdown, description, copy, client)
+
+        send = Send("plan page not published", create, logging.WARNING, _log)
+        self._creating = send_soon(send, _log)
+
+    def created(self) -> None:
+        """Wait for this run's version to be created, if that is under way."""
+        if self._creating is not None:
+            self._creating.join()
+            self._creating = None
+
+
+def _create(
+    key: str,
+    markdown: str,
+    description: str,
+    copy: PlanCopy,
+    client: SyncPrefectClient | None = None,
+) -> UUID:
+    """Create the version (through ``client`` if given, else a client of its own)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import ArtifactCreate
     from prefect.utilities.context import get_task_and_flow_run_ids
 
     task_run_id, flow_run_id = get_task_and_flow_run_ids()
-    with get_client(sync_client=True) as client:
-        made = client.create_artifact(
-            artifact=ArtifactCreate(
-                key=key,
-                type="markdown",
-                description=description,
-                data=markdown,
-                metadata_=copy.metadata(),
-                flow_run_id=flow_run_id,
-                task_run_id=task_run_id,
-            )
-        )
+    artifact = ArtifactCreate(
+        key=key,
+        type="markdown",
+        description=description,
+        data=markdown,
+        metadata_=copy.metadata(),
+        flow_run_id=flow_run_id,
+        task_run_id=task_run_id,
+    )
+    if client is not None:
+        made = client.create_artifact(artifact=artifact)
+    else:
+        with get_client(sync_client=True) as own:
+            made = own.create_artifact(artifact=artifact)
     if flow_run_id is not None:
         _remember(str(flow_run_id), key, str(made.id))
     return made.id
@@ -241,7 +276,8 @@ class PlanPage(RunObserver):
         self._sent_at, self._dirty = time.monotonic(), False
 
     def run_started(self, ctx: GuardContext) -> None:
-        self.publisher.publish(live=True, states=ctx.states, view=ctx.view)
+        """The run's version, created from another thread as the first step starts."""
+        self.publisher.publish(live=True, states=ctx.states, view=ctx.view, soon=True)
         self._sent_at = time.monotonic()
 
     def step_completed(self, ctx: GuardContext, step: StepSpec) -> None:

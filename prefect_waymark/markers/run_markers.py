@@ -149,6 +149,7 @@ def _publish(
     meanwhile = None
     if page is not None:
         page.forget_contract()  # a step or an answer may have changed it meanwhile
+        page.created()  # its creation at run start, if still under way
         if page.artifact_id is not None:  # the version this run created: updated in place
             if (send := _page_update(page, states, view)) is not None:
                 sends.append(send)
