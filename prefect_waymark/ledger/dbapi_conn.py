@@ -219,6 +219,8 @@ class LeanSqlite:
 
     def _connection(self) -> sqlite3.Connection:
         if self._raw is None:
+            # data_version counts per connection: what an earlier one kept is not checkable.
+            self._rows.clear()
             self._raw = connect_sqlite(self.path)
         return self._raw
 

@@ -155,24 +155,28 @@ def test_a_refused_append_leaves_nothing_stale(tmp_path: Path) -> None:
         led.close()
 
 
-def test_a_value_json_does_not_give_back_is_read_again(tmp_path: Path) -> None:
-    """NaN in an event's data: the row stores null; the next fold starts from the row."""
-    led = SqlLedger(_url(tmp_path))
+def test_a_ledger_closed_and_used_again_reads_what_others_wrote_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """``close()`` then another append: a new connection, whose data_version says nothing
+    about the old one's; B's run in between must count."""
+    a = SqlLedger(_url(tmp_path))
+    _start(a, "s1")
+    _complete(a, "s1")
+    a.close()
+    b = SqlLedger(_url(tmp_path))
     try:
-        led.record(PLAN, "step_started", step_id="s1", branch="main", run_id="r1")
-        led.record(
-            PLAN,
-            "step_needs_review",
-            step_id="s1",
-            branch="main",
-            run_id="r1",
-            reason="odd",
-            details={"score": float("nan"), "inf": float("inf")},
-        )
-        led.record(PLAN, "step_review_accepted", step_id="s1", by="tester")
-        _same_as_rebuild(led)
+        b.record(PLAN, "step_rerun_requested", step_id="s1", by="bob")
+        _start(b, "s1", run="r2")
+        _complete(b, "s1", run="r2")
     finally:
-        led.close()
+        b.close()
+    a.record(PLAN, "step_rerun_requested", step_id="s1", by="alice")
+    try:
+        _same_as_rebuild(a)
+        assert a.step_states(PLAN)["s1"].generation == 2
+    finally:
+        a.close()
 
 
 def test_the_cache_keeps_the_most_recent_rows_only() -> None:
