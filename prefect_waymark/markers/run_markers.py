@@ -5,7 +5,7 @@ artifact), and "Latest execution record" in STATE.md; then the plan page's last 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,15 +108,26 @@ def write_run_markers(
             data=marker,
         )
     )
+    written = False
+
+    def files() -> None:
+        nonlocal written
+        if written:
+            return
+        written = True
+        try:
+            check_writable([folder / name for name in VIEW_FILES])
+            _write_views(plan, ledger, folder, view)
+        except (MarkerFileError, OSError) as exc:
+            logger.error("marker files not written: %s", exc)
+
     try:
-        check_writable([folder / name for name in VIEW_FILES])
-        _write_views(plan, ledger, folder, view)
-    except (MarkerFileError, OSError) as exc:
-        logger.error("marker files not written: %s", exc)
-    if artifacts:
-        _publish(plan, ledger, summary, marker, view, states, page, logger)
-    else:
-        wait_sent()
+        if artifacts:  # the files are written while the artifacts are on their way
+            _publish(plan, ledger, summary, marker, view, states, page, logger, files)
+        else:
+            wait_sent()
+    finally:
+        files()  # if the artifacts' part did not get to them
     return marker
 
 
@@ -129,10 +140,12 @@ def _publish(
     states: Mapping[str, StepState],
     page: PlanPagePublisher | None,
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+    files: Callable[[], None],
 ) -> None:
     """The run's artifacts — the marker, the steps table, the metrics table, the plan page's
     last version (where the run left the plan) — rendered here from the ledger, then sent side
-    by side (:mod:`.concurrent_sends`); a failure is logged, as it always was."""
+    by side (:mod:`.concurrent_sends`) while ``files()`` writes the run's files in this thread;
+    a failure is logged, as it always was."""
     from .artifacts import run_artifact_sends
     from .concurrent_sends import send_all
 
@@ -146,7 +159,7 @@ def _publish(
 
         if (send := metrics_table_send(summary["metrics"], marker, ledger, logger)) is not None:
             sends.append(send)
-    meanwhile = None
+    meanwhile: Callable[[], Any] = files
     if page is not None:
         page.forget_contract()  # a step or an answer may have changed it meanwhile
         page.created()  # its creation at run start, if still under way
@@ -154,14 +167,27 @@ def _publish(
             if (send := _page_update(page, states, view)) is not None:
                 sends.append(send)
         else:  # not created at run start: looked up, or created, as the others go
-            meanwhile = partial(page.publish, live=False, states=states, find=True, view=view)
+            meanwhile = _then(
+                files, partial(page.publish, live=False, states=states, find=True, view=view)
+            )
     else:
         from .plan_page_publish import publish_plan_page
 
-        meanwhile = partial(
-            publish_plan_page, plan, ledger, marker["workdir"], marker["run_id"], states, view
+        meanwhile = _then(
+            files,
+            partial(
+                publish_plan_page, plan, ledger, marker["workdir"], marker["run_id"], states, view
+            ),
         )
     send_all(sends, logger, meanwhile)
+
+
+def _then(first: Callable[[], Any], second: Callable[[], Any]) -> Callable[[], None]:
+    def both() -> None:
+        first()
+        second()
+
+    return both
 
 
 def _page_update(
