@@ -8,8 +8,8 @@ caller's context (the flow run's ids). A failed request is logged, never raised:
 must not fail the run (the ledger holds the record).
 
 :func:`send_soon` starts a request now and lets the next :func:`send_all` (or
-:func:`wait_sent`) wait for it: the progress bar's last update, at the end of the steps, goes
-out while the run writes its last records.
+:func:`wait_sent`) wait for it: the progress bar's and the plan page's first versions go out as
+the first step runs, the progress bar's last update while the run writes its last records.
 """
 
 from __future__ import annotations
