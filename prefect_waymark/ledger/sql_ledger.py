@@ -290,7 +290,8 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
         """The step's fields as its projection row holds them (``None``: no row or an empty
         one), and whether the row is to be inserted. ``locked``: this transaction holds the
         database's write lock (SQLite), so a new step's row is inserted with its state at the
-        end; else (PostgreSQL) an empty placeholder row is inserted now, to be locked."""
+        end; else an empty placeholder row is inserted now, to be locked (what PostgreSQL
+        needs; every path but a SQLite append's own transaction does so)."""
         row = conn.execute(STEP_STATE, key).first()
         if row is None and locked:
             return None, True
