@@ -212,14 +212,14 @@ class LeanSqlite:
         if self._raw is not None:
             _INHERITED.append(self._raw)
         self._raw = None
-        self._rows = RowCache()
         self._lock = threading.Lock()
         self._owner = None
         self._pid = os.getpid()
 
     def _connection(self) -> sqlite3.Connection:
         if self._raw is None:
-            # data_version counts per connection: what an earlier one kept is not checkable.
+            # data_version counts per connection: what an earlier one kept (before a close, a
+            # failure, a fork) is not checkable.
             self._rows.clear()
             self._raw = connect_sqlite(self.path)
         return self._raw
@@ -229,7 +229,6 @@ class LeanSqlite:
         failed COMMIT, an interrupt) or at ``synchronous=FULL``: closed, so its lock goes; the
         next use opens another."""
         raw, self._raw = self._raw, None
-        self._rows.clear()
         if raw is not None:
             try:
                 raw.close()

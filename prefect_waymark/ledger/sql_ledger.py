@@ -276,8 +276,8 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
                 fields = new_state_fields(ev.step_id)
             state = folded_json(fields, ev, values["at"], values["data"])
             row = {"last_seq": seq, "state": state}
-            new = {"plan_id": ev.plan_id, "step_id": ev.step_id, **row}
-            if not new_row or conn.execute(CLAIM_STEP, new).rowcount != 1:
+            new = {"plan_id": ev.plan_id, "step_id": ev.step_id, **row} if new_row else None
+            if new is None or conn.execute(CLAIM_STEP, new).rowcount != 1:
                 conn.execute(UPDATE_STEP, {**key, **row})
             if rows is not None:
                 rows.keep(ev.plan_id, ev.step_id, fields, values["data"])

@@ -121,13 +121,10 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     return trusted_model(StepState, fields)
 
 
-def folded_json(
-    fields: dict[str, Any] | None, event: ProgressEvent, at: str, data_json: str
-) -> str:
+def folded_json(fields: dict[str, Any], event: ProgressEvent, at: str, data_json: str) -> str:
     """The step's row after ``event``, from its stored form (``at``, its ``data`` as written):
-    the fields folded in place (a new step's if ``None``), as the row's ``state``."""
-    if fields is None:
-        fields = new_state_fields(event.step_id or "")
+    the fields (a new step's: :func:`new_state_fields`) folded in place, as the row's
+    ``state``."""
     apply_to_fields(fields, event.kind, at, event.branch, event.run_id, json.loads(data_json))
     # pydantic's serializer, as StepState.model_dump_json writes it (its float forms; NaN and
     # infinities as null): the row is what a rebuild writes.
