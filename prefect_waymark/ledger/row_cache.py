@@ -13,6 +13,8 @@ and found the plan open. :class:`RowCache` keeps both, for the connection that w
   a lease renewal) drops everything kept before it begins;
 - a transaction that fails drops everything; what an append keeps counts only once its
   transaction has committed.
+- a new connection (after ``close()``, a failure, a fork) drops everything: ``data_version``
+  counts per connection, so what the old one kept cannot be checked.
 
 A row is kept as the fields the fold left (what its JSON says, without decoding it again),
 except where JSON would not give them back as they are (a float that is not finite: the row
