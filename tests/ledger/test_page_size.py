@@ -1,0 +1,74 @@
+"""A SQLite ledger file is created with 2 KiB pages (``dbapi_conn.PAGE_SIZE``: fewer bytes per
+append's commit), on either path; a file created with SQLite's default 4 KiB pages (every
+ledger before this version) keeps them and is read and written as before."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from prefect_waymark.ledger import SqlLedger, dbapi_conn
+
+
+def _pragma(db: Path, name: str) -> object:
+    with sqlite3.connect(db) as raw:
+        return raw.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+def _steps(led: SqlLedger, plan: str, ids: list[str]) -> None:
+    for sid in ids:
+        led.record(plan, "step_started", step_id=sid, branch="main", run_id="r1")
+        led.record(plan, "step_completed", step_id=sid, branch="main", run_id="r1", cached=False)
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["sqlite3", "sqlalchemy"])
+def test_a_new_ledger_file_has_the_ledger_page_size(tmp_path: Path, lean: bool) -> None:
+    db = tmp_path / "ledger.db"
+    led = SqlLedger(f"sqlite:///{db}", lean=lean)
+    try:
+        _steps(led, "p", ["a"])
+    finally:
+        led.close()
+    assert dbapi_conn.PAGE_SIZE == 2048
+    assert _pragma(db, "page_size") == 2048
+    assert _pragma(db, "journal_mode") == "wal"
+
+
+def test_a_ledger_made_with_4k_pages_keeps_them_and_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "old.db"
+    url = f"sqlite:///{db}"
+    with monkeypatch.context() as m:  # what every version before this one created
+        m.setattr(dbapi_conn, "PAGE_SIZE", 4096)
+        old = SqlLedger(url)
+        try:
+            _steps(old, "p", ["a", "b"])
+            old.record("p", "step_started", step_id="c", branch="main", run_id="r1")
+        finally:
+            old.close()
+    assert _pragma(db, "page_size") == 4096
+
+    for lean in (True, False):  # today's connections, on both paths
+        led = SqlLedger(url, lean=lean)
+        try:
+            states = led.step_states("p")
+            assert {k: v.status for k, v in states.items()} == {
+                "a": "completed",
+                "b": "completed",
+                "c": "in_progress",
+            }
+            assert led.rebuild("p") == states  # the projection is what its events fold to
+        finally:
+            led.close()
+    led = SqlLedger(url)
+    try:
+        led.record("p", "step_completed", step_id="c", branch="main", run_id="r1", cached=False)
+        _steps(led, "p", ["d"])
+        assert [e.step_id for e in led.events("p") if e.kind == "step_completed"] == list("abcd")
+    finally:
+        led.close()
+    assert _pragma(db, "page_size") == 4096  # an existing file is never converted
+    assert _pragma(db, "integrity_check") == "ok"
