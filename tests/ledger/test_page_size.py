@@ -72,3 +72,23 @@ def test_a_ledger_made_with_4k_pages_keeps_them_and_works(
         led.close()
     assert _pragma(db, "page_size") == 4096  # an existing file is never converted
     assert _pragma(db, "integrity_check") == "ok"
+
+
+def test_the_wal_is_checkpointed_after_the_same_bytes_whatever_the_page_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite counts its checkpoint threshold in pages: 1000 of 2 KiB pages would checkpoint
+    # (fsync) twice as often as the 4 KiB files before (measured: inside a big plan's run).
+    with monkeypatch.context() as m:
+        m.setattr(dbapi_conn, "PAGE_SIZE", 4096)
+        SqlLedger(f"sqlite:///{tmp_path / 'old.db'}").close()
+    for name, pages in (("new.db", 2000), ("old.db", 1000)):
+        led = SqlLedger(f"sqlite:///{tmp_path / name}")
+        try:
+            assert led._lean is not None
+            with led._lean.read() as conn:
+                assert conn.raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == pages
+                size = conn.raw.execute("PRAGMA page_size").fetchone()[0]
+            assert pages * size == dbapi_conn.CHECKPOINT_BYTES
+        finally:
+            led.close()
