@@ -126,7 +126,12 @@ class DbapiResult:
         return rows[0]
 
     def scalar_one(self) -> Any:
-        return self.one()[0]
+        """The one row's first value (an event's ``seq`` on every append: no row object)."""
+        rows = self._cur.fetchall()
+        self._cur.close()
+        if len(rows) != 1:
+            raise sqlite3.DatabaseError(f"expected one row, got {len(rows)}")
+        return rows[0][0]
 
     def __iter__(self) -> Iterator[Any]:
         for raw in self._cur.fetchall():

@@ -113,7 +113,7 @@ def event_values(ev: ProgressEvent) -> dict[str, Any]:
         "plan_id": ev.plan_id,
         "step_id": ev.step_id,
         "branch": ev.branch,
-        "kind": EventKind(ev.kind).value,
+        "kind": (kind if type(kind := ev.kind) is EventKind else EventKind(kind)).value,
         "run_id": ev.run_id,
         "at": ev.at.isoformat(),
         "data": _DATA_JSON(ev.data),

@@ -227,9 +227,8 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
 
     # -- writes --------------------------------------------------------------------------
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
-        kind = event_kind(event.kind)
-        if kind is not event.kind:  # built without validation (model_construct)
-            event = event.model_copy(update={"kind": kind})
+        if type(event.kind) is not EventKind:  # built without validation (model_construct)
+            event = event.model_copy(update={"kind": event_kind(event.kind)})
         if self._lean is not None:
             try:
                 with self._lean.begin(rows=True) as lean:
