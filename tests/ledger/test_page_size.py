@@ -5,6 +5,7 @@ ledger before this version) keeps them and is read and written as before."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from prefect_waymark.ledger import SqlLedger, dbapi_conn
 
 
 def _pragma(db: Path, name: str) -> object:
-    with sqlite3.connect(db) as raw:
+    with closing(sqlite3.connect(db)) as raw:
         return raw.execute(f"PRAGMA {name}").fetchone()[0]
 
 
