@@ -42,7 +42,7 @@ __all__ = [
 
 #: The page size of a ledger file created from this version. Each append commits ~7 pages to
 #: the WAL (the event and its two indexes, the step's row and its key, the hold and its key):
-#: 2 KiB pages write half the bytes of SQLite's default 4 KiB, +13-18% step events a second
+#: 2 KiB pages write half the bytes of SQLite's default 4 KiB, +13-28% step events a second
 #: here (``bench/bench_ledger.py``), for ~+2 ms reading 10,000 step rows. A step's row is ~0.5
 #: KiB of JSON (more with outputs, receipts, an error's output tail): one over ~2 KB goes on
 #: overflow pages, as one over ~4 KB did. Set before the file's first write; an existing file
