@@ -97,6 +97,13 @@ def _row_type(names: tuple[str, ...]) -> type:
     return found
 
 
+def _only(rows: Sequence[Any]) -> Any:
+    """The one row of ``rows``; a ``DatabaseError`` if there are none or several."""
+    if len(rows) != 1:
+        raise sqlite3.DatabaseError(f"expected one row, got {len(rows)}")
+    return rows[0]
+
+
 class DbapiResult:
     """A cursor's rows as SQLAlchemy's ``Result`` gives them: attribute access by column."""
 
@@ -121,18 +128,13 @@ class DbapiResult:
         return list(self)
 
     def one(self) -> Any:
-        rows = self.all()
-        if len(rows) != 1:
-            raise sqlite3.DatabaseError(f"expected one row, got {len(rows)}")
-        return rows[0]
+        return _only(self.all())
 
     def scalar_one(self) -> Any:
         """The one row's first value (an event's ``seq`` on every append: no row object)."""
         rows = self._cur.fetchall()
         self._cur.close()
-        if len(rows) != 1:
-            raise sqlite3.DatabaseError(f"expected one row, got {len(rows)}")
-        return rows[0][0]
+        return _only(rows)[0]
 
     def __iter__(self) -> Iterator[Any]:
         for raw in self._cur.fetchall():
