@@ -11,6 +11,7 @@ read).
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,13 @@ __all__ = ["RefFreshness"]
 
 #: The ``host`` of the starts ``waymark import`` records: work done elsewhere, no decision.
 IMPORTED = "import"
+
+
+def _worst_first(decision: dict[str, Any]) -> tuple[bool, float]:
+    """Stale before fresh; then the oldest read first, a ref never read (no age) before any,
+    and a read of this very instant (0.0 s) last."""
+    age = decision["staleness_seconds"]
+    return decision["fresh"], -(math.inf if age is None else age)
 
 
 class RefFreshness(Metric):
@@ -67,9 +75,7 @@ class RefFreshness(Metric):
         fresh = sum(1 for d in self.decisions if d["fresh"])
         ages = [a for d in self.decisions if (a := d["staleness_seconds"]) is not None]
         # The stale decisions first, then the oldest reads: what a reader looks for.
-        shown = sorted(
-            self.decisions, key=lambda d: (d["fresh"], -(d["staleness_seconds"] or 1e18))
-        )
+        shown = sorted(self.decisions, key=_worst_first)
         out: dict[str, Any] = {
             "value": ratio(fresh, len(self.decisions)),
             "decisions": len(self.decisions),
