@@ -3,9 +3,11 @@
 ``subprocess.run(shell=True, timeout=...)`` kills only the shell on a timeout: what the command
 started (a ``sleep``, a server, a script's children) keeps running and keeps writing outputs while
 Prefect retries the step. Here a timeout kills the command's whole process tree (found through
-``/proc``), children first. The command stays in the runner's process group on purpose: a runner
-killed with its group (SIGKILL to the group, a terminal's Ctrl-C) takes its step's command with it,
-so no orphan finishes a side effect after the run that started it died.
+``/proc``): frozen from the top down first, then killed, so no process of it runs another line
+after a child's death (a shell's next command, its "Killed" report). The command stays in the
+runner's process group on purpose: a runner killed with its group (SIGKILL to the group, a
+terminal's Ctrl-C) takes its step's command with it, so no orphan finishes a side effect after
+the run that started it died.
 
 Output is streamed, never accumulated: each chunk goes to the step run's capped log file and to
 bounded tails (:mod:`.output_capture`), so the runner's memory stays flat whatever the command
@@ -45,8 +47,13 @@ class CommandResult:
     log_error: str | None = None  # why the log file is missing or incomplete
 
 
+#: Listings of the tree while freezing it (a process may fork just before its parent stops).
+_FREEZE_PASSES = 3
+
+
 def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid``, deepest first (Linux ``/proc``; empty elsewhere)."""
+    """Every process below ``pid``, parents before their children (Linux ``/proc``; empty
+    elsewhere)."""
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
@@ -67,15 +74,33 @@ def _descendants(pid: int) -> list[int]:
         for child in children.get(stack.pop(), []):
             found.append(child)
             stack.append(child)
-    return found[::-1]
+    return found
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    for pid in [*_descendants(proc.pid), proc.pid]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            continue
+    """Stop the shell and everything below it, parents first, then kill them all.
+
+    Killing children first woke their parent shell, which could run its next command (a side
+    effect after the timeout) or print ``Killed`` before its own signal came. A stopped process
+    neither reacts nor forks; the tree is listed again after each pass for what forked before
+    its parent stopped."""
+    frozen: list[int] = []
+    for _ in range(_FREEZE_PASSES):
+        new = [pid for pid in [proc.pid, *_descendants(proc.pid)] if pid not in frozen]
+        if not new:
+            break
+        for pid in new:
+            _signal(pid, signal.SIGSTOP)
+            frozen.append(pid)
+    for pid in frozen:
+        _signal(pid, signal.SIGKILL)
 
 
 def _pump(sel: selectors.BaseSelector, capture: OutputCapture, deadline: float | None) -> bool:

@@ -10,6 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from prefect_waymark.boundary import tracker
 from prefect_waymark.ledger import open_ledger
 from prefect_waymark.ledger.event_payloads import RunBoundaryData
 from prefect_waymark.ledger.events import EventKind
@@ -28,7 +31,11 @@ def _boundaries(ledger_url: str, plan_id: str) -> tuple[list[dict[str, Any]], li
     return markers, events
 
 
-def test_a_git_workdir_run_and_the_next_one(prefect_server: str, tmp_path: Path) -> None:
+def test_a_git_workdir_run_and_the_next_one(
+    prefect_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every look taken: a stall of a loaded machine in the first one would skip the second.
+    monkeypatch.setattr(tracker, "LOOK_SHARE", float("inf"))
     repo = make_repo(tmp_path / "repo")  # a.txt committed at the top
     work = repo / "work"
     work.mkdir()

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from prefect_waymark.errors import LedgerNotFound
 from prefect_waymark.ledger import default_ledger_url
 from tests._support.artifacts import (
     artifact_versions,
@@ -123,7 +124,9 @@ def test_a_failed_run_then_a_resume_read_in_the_ui(prefect_server: str, tmp_path
 
     # The ERROR line of the failed step carries the last lines of its output.
     assert summary.flow_run_id is not None
-    logs = flow_run_logs(summary.flow_run_id, want="last lines of its stderr")
+    # Logs reach the API in batches: wait for each message this part reads.
+    flow_run_logs(summary.flow_run_id, want="last lines of its stderr")
+    logs = flow_run_logs(summary.flow_run_id, want="step check-figures failed")
     errors = [log.message for log in logs if log.level >= 40]
     step_error = next(m for m in errors if "last lines of its stderr" in m)
     assert "command exited with code 3" in step_error
@@ -221,7 +224,11 @@ def test_a_failure_reaches_the_plan_page_while_the_run_goes_on(
             time.sleep(0.5)
             if not (tmp_path / ".waymark" / "ledger.db").exists():
                 continue
-            key = plan_copy_of("fail-live", default_ledger_url(tmp_path), tmp_path).key()
+            try:  # the file exists a few ms before its tables do
+                copy = plan_copy_of("fail-live", default_ledger_url(tmp_path), tmp_path)
+            except LedgerNotFound:
+                continue
+            key = copy.key()
             versions = artifact_versions(key)
             seen = _markdown(versions[-1]) if versions else ""
         assert not (tmp_path / "go").exists() and runner.is_alive()  # the run is still going

