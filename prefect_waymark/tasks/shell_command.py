@@ -3,11 +3,11 @@
 ``subprocess.run(shell=True, timeout=...)`` kills only the shell on a timeout: what the command
 started (a ``sleep``, a server, a script's children) keeps running and keeps writing outputs while
 Prefect retries the step. Here a timeout kills the command's whole process tree (found through
-``/proc``): frozen from the top down first, then killed, so no process of it runs another line
-after a child's death (a shell's next command, its "Killed" report). The command stays in the
-runner's process group on purpose: a runner killed with its group (SIGKILL to the group, a
-terminal's Ctrl-C) takes its step's command with it, so no orphan finishes a side effect after
-the run that started it died.
+``/proc``): stopped from the top down first, then killed, so no process of the tree as listed
+runs another line after a child's death (a shell's next command, its "Killed" report). The
+command stays in the runner's process group on purpose: a runner killed with its group (SIGKILL
+to the group, a terminal's Ctrl-C) takes its step's command with it, so no orphan finishes a
+side effect after the run that started it died.
 
 Output is streamed, never accumulated: each chunk goes to the step run's capped log file and to
 bounded tails (:mod:`.output_capture`), so the runner's memory stays flat whatever the command
@@ -77,30 +77,33 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _signal(pid: int, sig: signal.Signals) -> None:
+def _signal(pid: int, sig: signal.Signals) -> bool:
+    """Whether the signal was sent (False: the process is gone, or not ours to signal)."""
     try:
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
+    except OSError:  # ProcessLookupError, PermissionError (a `sudo` in the command)
+        return False
+    return True
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the shell and everything below it, parents first, then kill them all.
+    """Stop the shell and what it started, parents first, then kill every process stopped.
 
     Killing children first woke their parent shell, which could run its next command (a side
     effect after the timeout) or print ``Killed`` before its own signal came. A stopped process
     neither reacts nor forks; the tree is listed again after each pass for what forked before
-    its parent stopped."""
+    its parent stopped. What was stopped is killed whatever happens meanwhile (an error, a
+    second Ctrl-C): a stopped process left alive would hang for good."""
     frozen: list[int] = []
-    for _ in range(_FREEZE_PASSES):
-        new = [pid for pid in [proc.pid, *_descendants(proc.pid)] if pid not in frozen]
-        if not new:
-            break
-        for pid in new:
-            _signal(pid, signal.SIGSTOP)
-            frozen.append(pid)
-    for pid in frozen:
-        _signal(pid, signal.SIGKILL)
+    try:
+        for _ in range(_FREEZE_PASSES):
+            new = [pid for pid in [proc.pid, *_descendants(proc.pid)] if pid not in frozen]
+            if not new:
+                break
+            frozen += [pid for pid in new if _signal(pid, signal.SIGSTOP)]
+    finally:
+        for pid in frozen:
+            _signal(pid, signal.SIGKILL)
 
 
 def _pump(sel: selectors.BaseSelector, capture: OutputCapture, deadline: float | None) -> bool:

@@ -316,3 +316,35 @@ def test_no_timed_out_command_runs_its_next_line(tmp_path: Path) -> None:
         assert proc.returncode is None and proc.stderr == "oops\n", proc.stderr
     time.sleep(0.3)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_what_was_stopped_is_killed_even_when_the_teardown_is_cut_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every listing of the tree after the first fails (as a second and third Ctrl-C would cut
+    # the teardown off, the runner's own one included): the shell, stopped in the first pass,
+    # must be killed all the same, not left stopped for good.
+    from prefect_waymark.tasks import shell_command
+
+    real = shell_command._descendants
+    calls = {"n": 0}
+
+    def cut_off(pid: int) -> list[int]:
+        calls["n"] += 1
+        if calls["n"] >= 2:
+            raise KeyboardInterrupt
+        return real(pid)
+
+    monkeypatch.setattr(shell_command, "_descendants", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        run_command("echo $$ > sh.pid; sleep 30", cwd=tmp_path, env=dict(os.environ), timeout=0.3)
+    shell = int((tmp_path / "sh.pid").read_text())
+    time.sleep(0.2)
+    try:
+        with open(f"/proc/{shell}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("Z", "gone"), f"the shell was left in state {state}"
+    if state == "Z":
+        os.waitpid(shell, 0)
