@@ -31,6 +31,7 @@ from ..ledger.base import this_host
 from ..ledger.events import EventKind
 from ..ledger.plan_rename import check_not_renamed
 from ..ledger.progress_view import PlanView, build_view
+from ..ledger.run_hashes import run_hash_fields
 from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers
 from ..markers.artifacts import run_observers
@@ -208,8 +209,7 @@ def run_plan(
             workdir=str(wd),
             host=this_host(),
             pid=os.getpid(),
-            plan_hash=spec.plan_hash(),
-            step_hashes=spec.step_hashes(),
+            **run_hash_fields(ledger, spec.plan_id, spec.plan_hash(), spec.step_hashes),
             started_from=run.started_from,
             max_steps=max_steps,
             until=until,

@@ -51,7 +51,6 @@ class _RunStartedRequired(TypedDict):
     host: str
     pid: int
     plan_hash: str
-    step_hashes: dict[str, str]
     started_from: str | None
     max_steps: int | None
     until: str | None
@@ -60,7 +59,14 @@ class _RunStartedRequired(TypedDict):
 class RunStartedData(_RunStartedRequired, total=False):
     """A deployment's run also records its deployment, and with ``max_steps`` its schedule
     slot's start and the steps runs of the deployment started in that slot before it
-    (:mod:`prefect_waymark.run.slot_budget`)."""
+    (:mod:`prefect_waymark.run.slot_budget`). Each run records either ``step_hashes`` (each
+    step's definition hash: the plan's first run, or its first after an edit) or
+    ``step_hashes_run``, the run whose ``run_started`` holds the same hashes
+    (:mod:`prefect_waymark.ledger.run_hashes`; runs recorded by an earlier version hold them
+    all)."""
+
+    step_hashes: dict[str, str]
+    step_hashes_run: str
 
     deployment_id: str
     slot_start: str
