@@ -2,7 +2,7 @@
 floor measured side by side in the same run.
 
 Run: ``.venv/bin/python bench/bench_scale.py [--sizes 10,100,1000,10000] [--repeat 5] [--no-run]
-[--json]``
+[--history 20] [--json]``
 
 * ``validate_ratio_vs_yaml``: ``waymark validate PLAN`` (whole process) / a ``python -c`` process
   loading the same file with ``yaml.load(..., Loader=yaml.CSafeLoader)``. Goal: <= 3x.
@@ -13,6 +13,9 @@ Run: ``.venv/bin/python bench/bench_scale.py [--sizes 10,100,1000,10000] [--repe
   Goal: <= 5x.
 * ``run5_ratio_10k_vs_10``: a 5-step run of the 10,000-step plan / of a 10-step plan
   (``bench/scale_run.py``; ``--no-run`` leaves it out). Goal: <= 1.2x.
+  ``run5_later_ratio_10k_vs_10``: the same of each plan's second run (a later day's; no goal).
+* ``run1_history_ratio``: a 1-step run of a 10,000-step plan after ``--history`` (20) earlier runs
+  / after one (no goal: a flat history is 1.0x).
 
 The unsuffixed ratios are at the largest size; ``*_seconds_N`` and ``*_N`` are per size.
 Each is the median over interleaved repeats. With ``--json`` the last line of stdout is one
@@ -42,14 +45,14 @@ GOALS = {
 }
 
 
-def _run5(sizes: list[int], repeat: int) -> dict[str, Any]:
+def _run5(sizes: list[int], repeat: int, history: int) -> dict[str, Any]:
     """The 5-step run part (bench/scale_run.py, another module); missing if it cannot run."""
     try:
         from scale_run import measure_run5  # type: ignore[import-not-found]
     except Exception as exc:  # noqa: BLE001 - the module is missing or broken: say so
         return {"run5_missing": f"bench/scale_run.py not usable: {exc!r}"}
     try:
-        return dict(measure_run5(sizes, repeat))
+        return dict(measure_run5(sizes, repeat, history))
     except Exception as exc:  # noqa: BLE001 - report the other parts anyway
         traceback.print_exc()
         return {"run5_missing": f"measure_run5 failed: {exc!r}"}
@@ -61,6 +64,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="interleaved repeats of each command")
     ap.add_argument("--status-events", type=int, default=10_000, help="events for status --json")
     ap.add_argument("--no-run", action="store_true", help="leave out the 5-step run part")
+    ap.add_argument(
+        "--history", type=int, default=20, help="earlier runs for run1_history_ratio (0: none)"
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = ap.parse_args()
     compile_package()  # whole processes load cached bytecode, as Prefect's do
@@ -75,7 +81,7 @@ def main() -> None:
         result["run5_missing"] = "left out (--no-run)"
     else:
         print("\n== a 5-step run against plan size ==", flush=True)
-        result.update(_run5(sizes, args.repeat))
+        result.update(_run5(sizes, args.repeat, args.history))
 
     print("\n== goals ==")
     for key, goal in GOALS.items():

@@ -14,6 +14,11 @@ and an acceptance line on each (about 140 bytes a step of YAML). The 5 steps tha
 first five of the chain on both sizes: the work of the steps is the same, what differs is what
 the run does with the rest of the plan (load it, hash it, order it, render its views).
 
+Right after, the same plans run again, steps 6-10 (``run5_later_*``): a later day's run, whose
+ledger already holds the first run. ``--history H`` adds a 1-step run of a 10,000-step plan after
+H earlier runs against the same run of another 10,000-step plan after one (``run1_history_*``):
+what a plan's history costs each new run (a run's cost should not grow with the days behind it).
+
 Wall times are "net" as in ``bench_resume.py``: Prefect 3.9 ends every flow run by joining its
 heartbeat thread, which sleeps in whole seconds; the time spent in that join is left out (the
 raw medians are returned too). Against a running Prefect server: ``PREFECT_API_URL`` if set,
@@ -104,17 +109,21 @@ def _timed(fn: Callable[[], object]) -> tuple[float, float]:
     return raw - (_HEARTBEAT_JOIN[0] - joined), raw
 
 
-def measure_run5(sizes: list[int], repeat: int) -> dict[str, float]:
+def measure_run5(sizes: list[int], repeat: int, history: int = 0) -> dict[str, float]:
     """Median seconds of a 5-step run on a fresh plan of each size, ``repeat`` interleaved runs
     per size: ``run5_seconds_<N>`` (net), ``run5_raw_seconds_<N>``, and
     ``run5_ratio_10k_vs_10`` (median over repeats of 10,000 / 10 in the same repeat) when both
-    sizes are measured."""
+    sizes are measured; the same of the plan's second 5-step run, a later day's
+    (``run5_later_*``); with ``history``, :func:`_history`'s figures."""
     from prefect_waymark.flows import run_plan
 
     root = Path(tempfile.mkdtemp(prefix="waymark-bench-scale-run-"))
     net: dict[int, list[float]] = {n: [] for n in sizes}
     raw: dict[int, list[float]] = {n: [] for n in sizes}
+    later: dict[int, list[float]] = {n: [] for n in sizes}
     ratios: list[float] = []
+    later_ratios: list[float] = []
+    out: dict[str, float] = {}
     try:
         _count_heartbeat_joins()
         with _prefect_server():
@@ -137,22 +146,53 @@ def measure_run5(sizes: list[int], repeat: int) -> dict[str, float]:
                 run5(plan_file(n, "warm"), n)
             for r in range(repeat):
                 plans = {n: plan_file(n, f"r{r}") for n in sizes}
-                for n in sizes:
+                for n in sizes:  # the plan's first run
                     _settle()
                     one_net, one_raw = _timed(lambda p=plans[n], n=n: run5(p, n))  # type: ignore[misc]
                     net[n].append(one_net)
                     raw[n].append(one_raw)
+                for n in sizes:  # a later day's run: the next 5 steps of the same plan
+                    _settle()
+                    later[n].append(_timed(lambda p=plans[n], n=n: run5(p, n - 5))[0])  # type: ignore[misc]
                 if 10_000 in sizes and 10 in sizes:
                     ratios.append(net[10_000][-1] / net[10][-1])
+                    later_ratios.append(later[10_000][-1] / later[10][-1])
+            if history:
+                out.update(_history(plan_file, history, repeat))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    out: dict[str, float] = {}
     for n in sizes:
         out[f"run5_seconds_{n}"] = round(statistics.median(net[n]), 4)
         out[f"run5_raw_seconds_{n}"] = round(statistics.median(raw[n]), 4)
+        out[f"run5_later_seconds_{n}"] = round(statistics.median(later[n]), 4)
     if ratios:
         out["run5_ratio_10k_vs_10"] = round(statistics.median(ratios), 3)
+        out["run5_later_ratio_10k_vs_10"] = round(statistics.median(later_ratios), 3)
     return out
+
+
+def _history(plan_file: Callable[[int, str], Path], history: int, repeat: int) -> dict[str, float]:
+    """A 1-step run of a 10,000-step plan after ``history`` earlier runs, against the same run
+    of another 10,000-step plan after one: ``run1_history_ratio`` (median of ``repeat``
+    interleaved pairs; flat history: 1.0x), and the seconds of each side."""
+    from prefect_waymark.flows import run_plan
+
+    long_plan, short_plan = plan_file(10_000, "history-long"), plan_file(10_000, "history-short")
+    for plan in [long_plan] * history + [short_plan]:  # not timed: the plans' earlier days
+        run_plan(plan=str(plan), max_steps=1)
+    sides: dict[str, list[float]] = {"long": [], "short": []}
+    ratios = []
+    for _ in range(repeat):
+        for side, plan in (("short", short_plan), ("long", long_plan)):
+            _settle()
+            sides[side].append(_timed(lambda p=plan: run_plan(plan=str(p), max_steps=1))[0])  # type: ignore[misc]
+        ratios.append(sides["long"][-1] / sides["short"][-1])
+    return {
+        "run1_history_runs": history,
+        "run1_history_ratio": round(statistics.median(ratios), 3),
+        "run1_history_seconds_long": round(statistics.median(sides["long"]), 4),
+        "run1_history_seconds_short": round(statistics.median(sides["short"]), 4),
+    }
 
 
 if __name__ == "__main__":
@@ -162,5 +202,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,10000", help="plan sizes, comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--history", type=int, default=0, help="earlier runs (run1_history_*)")
     args = parser.parse_args()
-    print(json.dumps(measure_run5([int(s) for s in args.sizes.split(",")], args.repeat)))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(json.dumps(measure_run5(sizes, args.repeat, args.history)))

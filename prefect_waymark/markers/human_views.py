@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ledger.progress_view import PlanView, StepView
-from ..plan.spec import PlanSpec
+from ..ledger.progress_view import PlanView
+from ..plan.spec import PlanSpec, StepSpec
 from .generated_files import GENERATED_LINE
 from .markdown import cell
 from .marker_file import MARKER_FILE
@@ -31,8 +31,8 @@ def _closed_words(closed: dict[str, Any]) -> str:
     return f"closed{forced} on {when} UTC by {cell(closed.get('by'), 100)}{why}"
 
 
-def _status_words(s: StepView) -> str:
-    return f"**skipped** ({cell(s.skipped)})" if s.skipped is not None else f"**{s.status}**"
+#: Each status's box and words in TASKS.md, made once (a 10,000-step plan's file has a line each).
+_MARKS = {status: (box, f"**{status}**") for status, box in _BOX.items()}
 
 
 def tasks_md(plan: PlanSpec, view: PlanView, closed: dict[str, Any] | None = None) -> str:
@@ -40,11 +40,14 @@ def tasks_md(plan: PlanSpec, view: PlanView, closed: dict[str, Any] | None = Non
     if closed is not None:
         lines += [f"The plan is {_closed_words(closed)}. Nothing is next.", ""]
     for s in view.steps:
+        if s.skipped is not None:
+            box, words = "[s]", f"**skipped** ({cell(s.skipped)})"
+        else:
+            box, words = _MARKS.get(s.status) or ("[ ]", f"**{s.status}**")
         owner = f" (owner: {s.owner})" if s.owner else ""
         deps = f" — after {', '.join(s.depends_on)}" if s.depends_on else ""
         title = f": {s.title}" if s.title else ""
-        box = "[s]" if s.skipped is not None else _BOX.get(s.status, "[ ]")
-        lines.append(f"- {box} `{s.id}`{title} — {_status_words(s)}{owner}{deps}")
+        lines.append(f"- {box} `{s.id}`{title} — {words}{owner}{deps}")
     return "\n".join(lines) + "\n"
 
 
@@ -93,8 +96,7 @@ def state_md(
     return "\n".join(lines) + "\n"
 
 
-def _run_section(plan: PlanSpec, marker: dict[str, Any], index: int) -> list[str]:
-    steps = {s.id: s for s in plan.steps}
+def _run_section(steps: dict[str, StepSpec], marker: dict[str, Any], index: int) -> list[str]:
     lines = [
         f"## Run {index}: {marker['executed_at']} — {marker['result']}",
         "",
@@ -134,8 +136,9 @@ def _run_section(plan: PlanSpec, marker: dict[str, Any], index: int) -> list[str
 
 def implementation_log_md(plan: PlanSpec, history: list[dict[str, Any]], view: PlanView) -> str:
     lines = [GENERATED_LINE, f"# Implementation log — {plan.title or plan.plan_id}", ""]
+    steps = {s.id: s for s in plan.steps} if history else {}  # once: not once per run
     for i, marker in enumerate(history, start=1):
-        lines += _run_section(plan, marker, i) + [""]
+        lines += _run_section(steps, marker, i) + [""]
     open_problems = [f"- {r['step']}: {cell(r.get('reason'))}" for r in view.needs_review]
     open_problems += [f"- {s.id}: {cell(s.error)}" for s in view.steps if s.status == "failed"]
     lines += ["## Open problems", *(open_problems or ["- none"])]
