@@ -174,7 +174,8 @@ def measure_run5(sizes: list[int], repeat: int, history: int = 0) -> dict[str, f
 def _history(plan_file: Callable[[int, str], Path], history: int, repeat: int) -> dict[str, float]:
     """A 1-step run of a 10,000-step plan after ``history`` earlier runs, against the same run
     of another 10,000-step plan after one: ``run1_history_ratio`` (median of ``repeat``
-    interleaved pairs; flat history: 1.0x), and the seconds of each side."""
+    interleaved pairs; flat history: 1.0x), the seconds of each side, and the size of the long
+    history's ledger file at the end (``ledger.db`` and its WAL)."""
     from prefect_waymark.flows import run_plan
 
     long_plan, short_plan = plan_file(10_000, "history-long"), plan_file(10_000, "history-short")
@@ -187,8 +188,10 @@ def _history(plan_file: Callable[[int, str], Path], history: int, repeat: int) -
             _settle()
             sides[side].append(_timed(lambda p=plan: run_plan(plan=str(p), max_steps=1))[0])  # type: ignore[misc]
         ratios.append(sides["long"][-1] / sides["short"][-1])
+    ledger_bytes = sum(f.stat().st_size for f in (long_plan.parent / ".waymark").glob("ledger.db*"))
     return {
         "run1_history_runs": history,
+        "run1_history_ledger_mb_long": round(ledger_bytes / 2**20, 2),
         "run1_history_ratio": round(statistics.median(ratios), 3),
         "run1_history_seconds_long": round(statistics.median(sides["long"]), 4),
         "run1_history_seconds_short": round(statistics.median(sides["short"]), 4),

@@ -91,8 +91,8 @@ def store_plan(source: str, resolved: str, text: str, spec: PlanSpec) -> None:
         folder, fingerprint = cache_folder(), code_fingerprint()
         if folder is None or fingerprint is None or not cacheable(spec):
             return
-        spec.step_hashes()  # computed once and kept with it: every reader of the plan asks
-        spec.topological_order()
+        spec.plan_hash()  # with the step hashes, computed once and kept with it: every reader
+        spec.topological_order()  # of the plan asks
         data = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
         write_entry(folder, entry_name(fingerprint, source, resolved, text, _SUFFIX), data)
     except Exception:  # noqa: BLE001 - a cache that cannot be written only costs time

@@ -241,6 +241,7 @@ class PlanSpec(BaseModel):
     # changed after validation.
     _hashes: dict[str, str] | None = PrivateAttr(default=None)
     _order: list[str] | None = PrivateAttr(default=None)
+    _plan_hash: str | None = PrivateAttr(default=None)
 
     def step_hashes(self) -> dict[str, str]:
         """Each step's definition hash, by step id."""
@@ -249,9 +250,12 @@ class PlanSpec(BaseModel):
         return dict(self._hashes)
 
     def plan_hash(self) -> str:
-        body = {"plan_id": self.plan_id, "steps": self.step_hashes()}
-        raw = json.dumps(body, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(raw.encode()).hexdigest()
+        """A digest of the plan id and every step's definition hash (computed once)."""
+        if self._plan_hash is None:
+            body = {"plan_id": self.plan_id, "steps": self.step_hashes()}
+            raw = json.dumps(body, sort_keys=True, separators=(",", ":"))
+            self._plan_hash = hashlib.sha256(raw.encode()).hexdigest()
+        return self._plan_hash
 
     def topological_order(self) -> list[str]:
         """Step ids in dependency order; ties keep file order."""
