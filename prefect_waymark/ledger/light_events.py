@@ -1,10 +1,11 @@
 """Reads of events without their bulky data, for readers that never look at it.
 
-Every ``run_started`` carries the hash of each step of the plan (``step_hashes``: ~75 bytes a
-step, 750 KB a run of a 10,000-step plan). The plan page, the metrics, a run's marker and its
-run id read run_started events at every run: with the hashes, each of those reads grows by that
-much per run in the plan's history. :func:`light_events` leaves them out (in the database, on
-SQLite) and filters on the run in SQL.
+A plan's first ``run_started``, and the first after each edit of the plan, carries the hash of
+each step (``step_hashes``: ~75 bytes a step, 750 KB for a 10,000-step plan; ledgers written
+before :mod:`.run_hashes` hold them in every run). The plan page, the metrics, a run's marker and
+its run id read run_started events at every run: with the hashes, each of those reads grows by
+that much per such run in the plan's history. :func:`light_events` leaves them out (in the
+database, on SQLite) and filters on the run in SQL.
 """
 
 from __future__ import annotations
