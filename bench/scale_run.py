@@ -16,7 +16,8 @@ the run does with the rest of the plan (load it, hash it, order it, render its v
 
 Right after, the same plans run again, steps 6-10 (``run5_later_*``): a later day's run, whose
 ledger already holds the first run. ``--history H`` adds a 1-step run of a 10,000-step plan after
-H earlier runs against the same run of another 10,000-step plan after one (``run1_history_*``):
+H earlier runs against the same run of another 10,000-step plan after one (``run1_history_*``;
+10,000 steps whatever ``--sizes`` says):
 what a plan's history costs each new run (a run's cost should not grow with the days behind it).
 
 Wall times are "net" as in ``bench_resume.py``: Prefect 3.9 ends every flow run by joining its
@@ -153,7 +154,7 @@ def measure_run5(sizes: list[int], repeat: int, history: int = 0) -> dict[str, f
                     raw[n].append(one_raw)
                 for n in sizes:  # a later day's run: the next 5 steps of the same plan
                     _settle()
-                    later[n].append(_timed(lambda p=plans[n], n=n: run5(p, n - 5))[0])  # type: ignore[misc]
+                    later[n].append(_timed(lambda p=plans[n], n=n: run5(p, max(n - 5, 0)))[0])  # type: ignore[misc]
                 if 10_000 in sizes and 10 in sizes:
                     ratios.append(net[10_000][-1] / net[10][-1])
                     later_ratios.append(later[10_000][-1] / later[10][-1])

@@ -1,11 +1,11 @@
 """Reads of events without their bulky data, for readers that never look at it.
 
-A plan's first ``run_started``, and the first after each edit of the plan, carries the hash of
-each step (``step_hashes``: ~75 bytes a step, 750 KB for a 10,000-step plan; ledgers written
-before :mod:`.run_hashes` hold them in every run). The plan page, the metrics, a run's marker and
-its run id read run_started events at every run: with the hashes, each of those reads grows by
-that much per such run in the plan's history. :func:`light_events` leaves them out (in the
-database, on SQLite) and filters on the run in SQL.
+A ``run_started`` whose plan hash differs from the last run's (a plan's first, the first after
+an edit) carries the hash of each step (``step_hashes``: ~75 bytes a step, 750 KB for a
+10,000-step plan; ledgers written before :mod:`.run_hashes` hold them in every run). The plan
+page, the metrics, a run's marker and its run id read run_started events at every run: with the
+hashes, each of those reads grows by that much per such run in the plan's history.
+:func:`light_events` leaves them out (in the database, on SQLite) and filters on the run in SQL.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ A run records each step's definition hash (what the plan was when it ran: ~75 by
 ~0.8 MB for a 10,000-step plan). A plan that advances a few steps a day runs the same plan most
 days; recording every hash again each run made the ledger, and every read of a plan's
 ``run_started`` events, grow by that much per run. So a run records ``step_hashes`` when its plan's
-hash differs from the plan's last run's (its first run, the first run after an edit), and
-otherwise ``step_hashes_run``: the run whose ``run_started`` holds the very same hashes (the plan
-hash is a digest of them, :meth:`~prefect_waymark.plan.spec.PlanSpec.plan_hash`).
+hash differs from the plan's last run's (its first run; the first after an edit, after ``waymark
+rename-plan``, after an upgrade that hashes steps differently, or after a run of another version
+of the plan on the same ledger), and otherwise ``step_hashes_run``: the run whose
+``run_started`` holds the very same hashes (the plan hash is a digest of them,
+:meth:`~prefect_waymark.plan.spec.PlanSpec.plan_hash`).
 :func:`run_step_hashes` reads either back.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from .base import LedgerReader
 from .events import EventKind
+from .light_events import light_events
 
 __all__ = ["run_step_hashes", "run_hash_fields"]
 
@@ -41,20 +44,25 @@ def run_hash_fields(
 
 
 def run_step_hashes(ledger: LedgerReader, plan_id: str, run_id: str) -> dict[str, str] | None:
-    """The step hashes of run ``run_id`` of the plan (following ``step_hashes_run``); None if the
-    ledger holds no run_started of that run, or none with its hashes."""
-    by_run = {
-        e.run_id: e.data for e in ledger.events(plan_id, kinds=[EventKind.run_started]) if e.run_id
-    }
-    seen: set[str] = set()
-    while run_id in by_run and run_id not in seen:
-        seen.add(run_id)
-        data = by_run[run_id]
-        hashes = data.get("step_hashes")
-        if isinstance(hashes, dict):
-            return {str(k): str(v) for k, v in hashes.items()}
-        holder = data.get("step_hashes_run")
-        if not isinstance(holder, str):
+    """The step hashes of run ``run_id`` of the plan, following ``step_hashes_run`` to a run of
+    the same plan hash (the chain is read without the hashes, then the holder's own event);
+    None if the ledger holds no run_started of that run, or no run of that plan hash with its
+    hashes (a name that leads elsewhere: only a foreign writer makes one)."""
+    started = light_events(ledger, plan_id, [EventKind.run_started])
+    by_run = {e.run_id: e for e in started if e.run_id}
+    event = by_run.get(run_id)
+    if event is None:
+        return None
+    plan_hash, seen = event.data.get("plan_hash"), {run_id}
+    while isinstance(holder := event.data.get("step_hashes_run"), str):
+        event = by_run.get(holder)
+        if event is None or holder in seen or event.data.get("plan_hash") != plan_hash:
             return None
-        run_id = holder
+        seen.add(holder)
+    # The holder's own data, read in full: it and the runs after it (light ones, mostly).
+    after = (event.seq or 1) - 1
+    for full in ledger.events(plan_id, after_seq=after, kinds=[EventKind.run_started]):
+        if full.seq == event.seq:
+            hashes = full.data.get("step_hashes")
+            return {str(k): str(v) for k, v in hashes.items()} if isinstance(hashes, dict) else None
     return None

@@ -85,7 +85,26 @@ def test_a_ledger_of_an_earlier_version_and_forged_history(ledger_url: str) -> N
         assert fields("h1") == {"plan_hash": "h1", "step_hashes": full}
         assert run_step_hashes(led, "p", "new-1") == full
         assert run_step_hashes(led, "p", "forged") is None
-        # A loop of names (only a foreign writer makes one) ends, with no hashes.
+        # A loop of names, or a name of a run of another plan hash (only a foreign writer makes
+        # either): no hashes, never another plan's.
         led.record("p", EventKind.run_started, run_id="x", plan_hash="h", step_hashes_run="y")
         led.record("p", EventKind.run_started, run_id="y", plan_hash="h", step_hashes_run="x")
         assert run_step_hashes(led, "p", "x") is None
+        led.record("p", EventKind.run_started, run_id="z", plan_hash="h2", step_hashes_run="old-1")
+        assert run_step_hashes(led, "p", "z") is None
+
+
+def test_a_renamed_plan_keeps_its_runs_hashes_and_records_its_own(ledger_url: str) -> None:
+    """``waymark rename-plan`` carries the runs over with their names; the plan hash covers the
+    plan id, so the first run under the new id records its hashes in full."""
+    full = {"a": "1" * 64}
+    with open_ledger(ledger_url) as led:
+        started = EventKind.run_started
+        led.record("old", started, run_id="r1", plan_hash="h-old", step_hashes=full)
+        led.record("old", started, run_id="r2", plan_hash="h-old", step_hashes_run="r1")
+        led.rename_plan("old", "new", by="tester")
+        assert run_step_hashes(led, "new", "r2") == full
+        assert run_hash_fields(led, "new", "h-new", lambda: full) == {
+            "plan_hash": "h-new",
+            "step_hashes": full,
+        }
