@@ -59,11 +59,8 @@ class _RunStartedRequired(TypedDict):
 class RunStartedData(_RunStartedRequired, total=False):
     """A deployment's run also records its deployment, and with ``max_steps`` its schedule
     slot's start and the steps runs of the deployment started in that slot before it
-    (:mod:`prefect_waymark.run.slot_budget`). Each run records either ``step_hashes`` (each
-    step's definition hash: when the plan's hash differs from its last run's) or
-    ``step_hashes_run``, the run whose ``run_started`` holds the same hashes
-    (:mod:`prefect_waymark.ledger.run_hashes`; runs recorded by an earlier version hold them
-    all)."""
+    (:mod:`prefect_waymark.run.slot_budget`). Each run records ``step_hashes`` or names the run
+    whose run_started holds the same (``step_hashes_run``; :mod:`..run_hashes`)."""
 
     step_hashes: dict[str, str]
     step_hashes_run: str
