@@ -27,14 +27,8 @@ test: lint
 screenshots: venv  # the README's Prefect UI screenshots, from the browser test
 	WAYMARK_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest -q -m ui tests/ui
 
-bench: venv
-	$(BIN)/python bench/bench_ledger.py
-	$(BIN)/python bench/bench_resume.py
-	$(BIN)/python bench/bench_http_refs.py
-	$(BIN)/python bench/bench_scale.py
-	$(BIN)/python bench/bench_import.py
-	$(BIN)/python bench/bench_hook.py
-	$(BIN)/python bench/bench_checkin.py
+bench: venv  # every bench, then one table of the goals they measure (bench/run_all.py)
+	$(BIN)/python bench/run_all.py
 
 profile: venv  # where a run's time goes, against plain Prefect (cProfile; see bench/profile_run.py)
 	$(BIN)/python bench/profile_run.py
