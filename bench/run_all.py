@@ -116,6 +116,11 @@ def evaluate(benches: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _figure(value: float) -> str:
+    """Three significant digits (the machines' noise is in the second), thousands grouped."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def goal_table(rows: list[dict[str, Any]], *, quick: bool = False) -> str:
     """The goals as a Markdown table, and how many are met."""
     out = [
@@ -123,7 +128,7 @@ def goal_table(rows: list[dict[str, Any]], *, quick: bool = False) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        value = r["missing"] if r["value"] is None else f"{r['value']:g}"
+        value = r["missing"] if r["value"] is None else _figure(r["value"])
         met = "-" if r["met"] is None else ("yes" if r["met"] else "**no**")
         out.append(f"| {r['what']} ({r['issue']}) | `{r['key']}` | {value} | {r['goal']} | {met} |")
     measured = [r for r in rows if r["met"] is not None]

@@ -47,8 +47,16 @@ def test_every_goal_names_a_figure_its_bench_prints() -> None:
 def test_the_table_judges_each_figure_against_its_limit() -> None:
     ra = _run_all()
     benches = {
-        "resume": {"overhead_ratio_net": 1.35, "overhead_ratio_raw": 1.2, "skip_ms_per_step": 0.3},
-        "ledger": {"append_ratio_vs_bare_insert": 0.19, "sqlite_step_events_per_s": True},
+        "resume": {
+            "overhead_ratio_net": 1.3549,
+            "overhead_ratio_raw": 1.2,
+            "skip_ms_per_step": 0.3,
+        },
+        "ledger": {
+            "append_ratio_vs_bare_insert": 0.19,
+            "sqlite_step_events_per_s": True,
+            "status_json_seconds": 0.1234,
+        },
     }
     rows = {r["key"]: r for r in ra.evaluate(benches)}
     assert rows["overhead_ratio_net"]["met"] is False  # over a <= limit
@@ -61,7 +69,10 @@ def test_the_table_judges_each_figure_against_its_limit() -> None:
     table = ra.goal_table(list(rows.values()))
     assert "| 200-step chain / plain Prefect, net (3, 16) | `overhead_ratio_net` | 1.35 |" in table
     assert "| **no** |" in table and "| scale not run |" in table
-    assert table.splitlines()[-1] == "2 of 4 measured goals met (14 goals in all)."
+    assert "| `status_json_seconds` | 0.123 | <= 0.5 | yes |" in table
+    assert table.splitlines()[-1] == "3 of 5 measured goals met (14 goals in all)."
+    many = ra.goal_table(ra.evaluate({"ledger": {"sqlite_step_events_per_s": 8786.46}}))
+    assert "| `sqlite_step_events_per_s` | 8,786 | >= 2000 | yes |" in many
 
 
 def test_last_json_takes_only_an_object_on_the_last_line() -> None:
