@@ -1,16 +1,18 @@
-"""``waymark status PLAN --json`` without pydantic, typer or PyYAML, for a plan status has read
-before: an agent that polls its plan pays Python's start-up and little more.
+"""``waymark status PLAN`` (the table) and ``--json`` without pydantic, typer or PyYAML, for a
+plan status has read before: an agent that polls its plan, or a person who looks, pays Python's
+start-up and little more.
 
 :func:`quick_status` answers only the common case and says ``None`` for anything else, which
 the full command then answers (and reports, if it is a mistake). It answers when the arguments
-are the plan, ``--json`` and at most ``--workdir``; the plan's status digest is kept for this
-very file text, path and code (:mod:`..plan.status_digest`, kept by an earlier ``waymark
+are the plan, at most ``--json`` and at most ``--workdir``; the plan's status digest is kept for
+this very file text, path and code (:mod:`..plan.status_digest`, kept by an earlier ``waymark
 status`` of the plan); the plan pins no ledger and ``$WAYMARK_LEDGER_URL`` is unset (the ledger
 is the default SQLite file); and no deployment runs the plan (its schedule is read from the
 Prefect server). It prints what the full command prints, byte for byte, from the same
 functions: the view (:func:`..ledger.progress_view.build_view`), the document
-(:mod:`.status_document`) and the exit code (:func:`.status_extras.status_exit_code`);
-``tests/cli/test_quick_status.py`` compares the two on many ledgers.
+(:mod:`.status_document`) or the table (:func:`.status_output.print_table`) and the exit code
+(:func:`.status_extras.status_exit_code`); ``tests/cli/test_quick_status.py`` and
+``tests/cli/test_quick_status_table.py`` compare the two on many ledgers.
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ from .status_extras import ledger_extras, status_exit_code
 __all__ = ["quick_status"]
 
 
-def _arguments(args: list[str]) -> tuple[str, str | None] | None:
-    """``(plan, workdir)`` from ``status PLAN --json [--workdir DIR]`` in any order, else
-    ``None``."""
+def _arguments(args: list[str]) -> tuple[str, str | None, bool] | None:
+    """``(plan, workdir, as_json)`` from ``status PLAN [--json] [--workdir DIR]`` in any order,
+    else ``None``."""
     if not args or args[0] != "status":
         return None
     plan: str | None = None
@@ -53,18 +55,18 @@ def _arguments(args: list[str]) -> tuple[str, str | None] | None:
             return None  # another option, or a second argument: the full command's to answer
         else:
             plan = arg
-    if plan is None or not as_json or workdir == "":
+    if plan is None or workdir == "":
         return None
-    return plan, workdir
+    return plan, workdir, as_json
 
 
 def quick_status(args: list[str]) -> int | None:
-    """Print ``waymark status PLAN --json``'s document and return its exit code, or return
-    ``None`` (having printed nothing) when the full command must answer."""
+    """Print ``waymark status PLAN``'s table or ``--json`` document and return its exit code, or
+    return ``None`` (having printed nothing) when the full command must answer."""
     found = _arguments(args)
     if found is None or os.environ.get(LEDGER_ENV):
         return None
-    given, workdir = found
+    given, workdir, as_json = found
     path = Path(given)
     text = read_regular_plan(path)  # a pipe, a huge or odd file: the full command reads it
     if text is None:
@@ -101,11 +103,16 @@ def quick_status(args: list[str]) -> int | None:
         extra.update(extras)
     try:
         view = build_view(digest, states)
-        text = status_json(status_document(view, extra))
+        text = status_json(status_document(view, extra)) if as_json else None
     except Exception:  # noqa: BLE001 - a digest and a ledger that do not fit: the full command
         return None
     try:
-        print(text, flush=True)
+        if text is not None:
+            print(text, flush=True)
+        else:
+            from .status_output import print_table  # rich: not needed by --json
+
+            print_table(view, extra)
     except BrokenPipeError:  # `| head`: as the full command (click), quietly, exit 1
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
         return 1

@@ -1,8 +1,9 @@
-"""``waymark status PLAN --json``'s quick path (cli/quick_status.py): for a plan status has read
-before, it prints the full command's document byte for byte, with the same exit code, without
-loading pydantic, typer, PyYAML or SQLAlchemy; anything it does not answer (no digest, another
-option or ledger, a pinned ledger, a deployment, an edited plan, an odd ledger) it leaves to the
-full command, printing nothing.
+"""``waymark status PLAN --json``'s quick path (cli/quick_status.py; the table's is tested in
+tests/cli/test_quick_status_table.py): for a plan status has read before, it prints the full
+command's document byte for byte, with the same exit code, without loading pydantic, typer,
+PyYAML or SQLAlchemy; anything it does not answer (no digest, another option or ledger, a pinned
+ledger, a deployment, an edited plan, an odd ledger) it leaves to the full command, printing
+nothing.
 
 Every "full" answer is a real ``waymark`` process with the plan cache off (the full command,
 always); every ledger history is written through the ledger API, as a run writes it.
@@ -200,7 +201,8 @@ def test_what_it_leaves_to_the_full_command(
     assert _quick(plan, capsys)[0] == 4
     for args in (("--ledger", default_url(plan)), ("--rebuild",), ("--workdir", "nowhere")):
         assert _quick(plan, capsys, *args) == (None, ""), args
-    assert quick_status(["status", str(plan)]) is None  # the table
+    assert quick_status(["status", str(plan)]) == 4  # the table too: test_quick_status_table.py
+    capsys.readouterr()
     assert quick_status(["status", str(plan), str(plan), "--json"]) is None
     monkeypatch.setenv("WAYMARK_LEDGER_URL", default_url(plan))
     assert _quick(plan, capsys) == (None, "")

@@ -1,0 +1,157 @@
+"""``waymark status PLAN`` (the table) on the quick path (cli/quick_status.py): for a plan status
+has read before, the table is the full command's byte for byte, with the same exit code, on the
+same ledgers as ``--json``'s (tests/cli/test_quick_status.py), for a small plan (rich draws it)
+and a big one (cli/status_table.py draws it); the process loads neither pydantic, typer, PyYAML,
+SQLAlchemy nor Prefect; a closed pipe ends both alike.
+
+Every "full" answer is a real ``waymark`` process with the plan cache off (the full command,
+always); every ledger history is written through the ledger API, as a run writes it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prefect_waymark import load_plan
+from prefect_waymark.cli.quick_status import quick_status
+from prefect_waymark.cli.status_table import LARGE_TABLE_ROWS
+from prefect_waymark.ledger import open_ledger
+from tests._support.helpers import WAYMARK, run_cli, write_plan
+from tests.cli.test_quick_status import HISTORIES
+from tests.cli.test_status import NO_PREFECT, PLAN_DOC, default_url, record_history
+
+FULL = {**NO_PREFECT, "WAYMARK_PLAN_CACHE": "off"}
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("WAYMARK_PLAN_CACHE", str(folder))
+    monkeypatch.delenv("WAYMARK_LEDGER_URL", raising=False)
+    return folder
+
+
+def _quick_process(plan: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The table as a whole ``waymark`` process with the plan's digest kept: the quick path
+    (the same stdout a terminal-less caller gets from either path: rich draws no colours)."""
+    env = {**os.environ, **NO_PREFECT, "WAYMARK_PLAN_CACHE": str(cache)}
+    return subprocess.run(
+        [WAYMARK, "status", str(plan), *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+@pytest.mark.parametrize("name", list(HISTORIES))
+def test_the_quick_table_is_the_full_one(
+    name: str, tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = write_plan(tmp_path / "proj", PLAN_DOC)
+    with open_ledger(default_url(plan)) as led:
+        record_history(led, plan)
+        HISTORIES[name](led, plan)
+    full = run_cli("status", str(plan), env=FULL)
+    assert full.returncode in (0, 1, 4), full.stderr
+    assert "status-plan" in full.stdout and "next step:" in full.stdout
+    load_plan(plan, keep_digest=True)
+    capsys.readouterr()
+    code = quick_status(["status", str(plan)])
+    assert code is not None, "the quick path did not answer"
+    assert capsys.readouterr().out == full.stdout
+    assert code == full.returncode
+    quick = _quick_process(plan, cache)  # the console script takes the quick path as well
+    assert (quick.stdout, quick.returncode) == (full.stdout, full.returncode)
+
+
+def test_a_big_plan_and_a_workdir(
+    tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Over :data:`LARGE_TABLE_ROWS` steps the table is drawn without rich's table: the same
+    either way, from another workdir's ledger too."""
+    n = LARGE_TABLE_ROWS + 20
+    doc = {
+        "plan_id": "big",
+        "title": "Ünïcode — 大きな plan",
+        "steps": [
+            {"id": f"s{i:04d}", "run": "true", "owner": "張偉" if i % 7 == 0 else None}
+            | ({"depends_on": [f"s{i - 1:04d}"]} if i else {})
+            for i in range(n)
+        ],
+    }
+    plan = write_plan(tmp_path / "proj", doc)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    with open_ledger(f"sqlite:///{work.resolve() / '.waymark' / 'ledger.db'}") as led:
+        for sid in ("s0000", "s0001"):
+            led.record("big", "step_started", step_id=sid, branch="main", run_id="r1")
+            led.record("big", "step_completed", step_id=sid, branch="main", run_id="r1")
+        led.record("big", "step_started", step_id="s0002", branch="main", run_id="r1")
+        led.record("big", "step_failed", step_id="s0002", branch="main", run_id="r1", error="e")
+    for args in ((), ("--workdir", str(work)), (f"--workdir={work}",)):
+        full = run_cli("status", str(plan), *args, env=FULL)
+        assert full.returncode == (1 if args else 0), full.stderr  # 1: a step failed
+        load_plan(plan, keep_digest=True)
+        quick = _quick_process(plan, cache, *args)
+        assert (quick.stdout, quick.returncode) == (full.stdout, full.returncode), args
+        capsys.readouterr()
+        assert quick_status(["status", str(plan), *args]) == full.returncode  # answered quickly
+        assert capsys.readouterr().out == full.stdout
+        assert len(full.stdout.splitlines()) > n  # every step has its row
+    assert "failed: s0002: e" in quick.stdout  # the workdir's ledger was read
+
+
+def test_the_table_process_loads_none_of_the_heavy_modules(tmp_path: Path, cache: Path) -> None:
+    plan = write_plan(tmp_path / "proj", PLAN_DOC)
+    with open_ledger(default_url(plan)) as led:
+        record_history(led, plan)
+    first = run_cli("status", str(plan), env=NO_PREFECT)  # the full path keeps the digest
+    assert list(cache.glob("*.status.json")), "status kept no digest"
+    probe = (
+        "import atexit, sys\n"
+        "heavy = ('pydantic', 'typer', 'yaml', 'sqlalchemy', 'prefect')\n"
+        "atexit.register(lambda: print('LOADED', sorted({m.split('.')[0] for m in sys.modules}"
+        " & set(heavy)), file=sys.stderr))\n"
+        "from prefect_waymark.cli import main\n"
+        "sys.argv = ['waymark', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, "status", str(plan)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **NO_PREFECT},
+        timeout=120,
+    )
+    assert "LOADED []" in proc.stderr, proc.stderr
+    assert proc.stdout == first.stdout and proc.returncode == first.returncode == 4
+
+
+def test_what_the_table_leaves_to_the_full_command(tmp_path: Path, cache: Path) -> None:
+    plan = write_plan(tmp_path / "proj", PLAN_DOC)
+    assert quick_status(["status", str(plan)]) is None  # no digest yet
+    load_plan(plan, keep_digest=True)
+    for args in (["--rebuild"], ["--ledger", default_url(plan)], ["--workdir"], ["--table"]):
+        assert quick_status(["status", str(plan), *args]) is None, args
+    assert quick_status(["status", str(plan), str(plan)]) is None
+
+
+def test_a_closed_pipe_ends_the_table_quietly(tmp_path: Path, cache: Path) -> None:
+    doc = {"plan_id": "wide", "steps": [{"id": f"s{i:04d}", "run": "true"} for i in range(2000)]}
+    plan = write_plan(tmp_path / "proj", doc)
+    env = {**os.environ, **NO_PREFECT}
+    for cache_env in ("off", str(cache), str(cache)):  # the full command, then the quick path
+        proc = subprocess.Popen(
+            [WAYMARK, "status", str(plan)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**env, "WAYMARK_PLAN_CACHE": cache_env},
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(4) == b"wide"
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 1, err
+        assert "Traceback" not in err and "Error" not in err, err
