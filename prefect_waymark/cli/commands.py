@@ -89,7 +89,7 @@ def status(
     from .status_extras import ledger_extras, status_exit_code
     from .status_output import print_table
 
-    spec = load_or_exit(plan, keep_digest=True)  # for the next `status --json` (quick_status)
+    spec = load_or_exit(plan, keep_digest=True)  # for the next `status` (quick_status)
     wd = workdir_for(spec, workdir)
     # Plain status reads a SQLite ledger without SQLAlchemy; --rebuild writes, so it opens it all.
     led = (
