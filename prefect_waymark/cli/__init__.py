@@ -1,6 +1,6 @@
 """The ``waymark`` command line. Prefect is imported only by the commands that run plans; typer
-and the command modules load when ``app`` is first asked for (``waymark status --json`` on a
-plan it knows may answer without them: :mod:`.quick_status`)."""
+and the command modules load when ``app`` is first asked for (``waymark status``, the table or
+``--json``, on a plan it knows may answer without them: :mod:`.quick_status`)."""
 
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ def main() -> None:
 
         try:
             code = quick_status(sys.argv[1:])
-        except KeyboardInterrupt:  # Ctrl-C: as typer ends the full command
-            print("\nAborted!", file=sys.stderr)
-            sys.exit(1)
+        except KeyboardInterrupt:  # Ctrl-C: as typer (>= 0.13) ends the full command, quietly
+            from ..run.exit_codes import INTERRUPTED
+
+            sys.exit(INTERRUPTED)
         if code is not None:
             sys.exit(code)
     from .commands import app

@@ -30,7 +30,7 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     console = console or Console(width=120)
     title = f"{view.plan_id}" + (f" — {view.title}" if view.title else "")
     headers = ("step", "status", "owner", "branch", "last event")
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")
     for col in headers:
         table.add_column(col)
     plain: list[tuple[str, ...]] = []  # the rows as text, for a big plan's table
@@ -46,7 +46,7 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
         console.print(f"[bold]{line}[/]{forced}", highlight=False)
     subplans = extra.get("subplans", {})
     for s in view.steps:
-        status = s.status + (" (definition changed)" if s.definition_changed else "")
+        status = s.status + (" (definition changed)" if s.definition_changed else "")  # no markup
         style = _STYLE.get(s.status, "")
         text = status
         if s.skipped is not None:  # `waymark skip`: completed without running
@@ -61,7 +61,8 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
         if large:
             plain.append((s.id, text, owner, s.branch, at))
         else:
-            table.add_row(s.id, f"[{style}]{status}[/]" if style else status, owner, s.branch, at)
+            cells = (escape(s.id), f"[{style}]{status}[/]" if style else status, escape(owner))
+            table.add_row(*cells, escape(s.branch), at)
     if not (large and fast_table(title, headers, plain, console.width, console.file)):
         for row in plain:  # too wide for the fast table (rich wraps the cells): rich draws it
             table.add_row(*(escape(v) for v in row))
@@ -75,31 +76,36 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     if extra.get("aborted"):
         ab = extra["aborted"]
         why = f" ({ab['reason']})" if ab.get("reason") else ""
+        who = f" by {ab.get('by') or 'someone'} at {ab.get('at', '')[:19]}{why}: "
         console.print(
-            f"[red]aborted[/] by {ab.get('by') or 'someone'} at {ab.get('at', '')[:19]}{why}: "
+            f"[red]aborted[/]{escape(who)}"
             "`waymark run` will not run it (`waymark review --accept` or `--rerun` lifts it)"
         )
     if view.blocked:
-        console.print("blocked: " + ", ".join(view.blocked))
+        console.print("blocked: " + ", ".join(view.blocked), markup=False)
     for item in view.needs_review:
-        console.print(f"[magenta]needs review[/]: {item['step']}: {item.get('reason')}")
+        said = f"{item['step']}: {item.get('reason')}"
+        console.print(f"[magenta]needs review[/]: {escape(said)}")
     for s in view.steps:
         if s.status == "failed" and s.error:
-            console.print(f"[red]failed[/]: {s.id}: {s.error}")
+            console.print(f"[red]failed[/]: {escape(f'{s.id}: {s.error}')}")
     for s in view.steps:
         for r in s.receipts:
             ext = f", external id {r['external_id']}" if r.get("external_id") else ""
-            console.print(f"receipt: {s.id}: {r.get('action')} {r.get('outcome')}{ext}")
+            console.print(
+                f"receipt: {s.id}: {r.get('action')} {r.get('outcome')}{ext}", markup=False
+            )
         label = "action in progress" if s.status == "in_progress" else "outcome unknown"
         for a in s.open_actions:
-            console.print(
-                f"[magenta]{label}[/]: {s.id}: {a.get('action')} (key {a.get('key')}, "
-                f"intent at {str(a.get('at'))[:19]})"
+            what = (
+                f"{s.id}: {a.get('action')} (key {a.get('key')}, intent at {str(a.get('at'))[:19]})"
             )
+            console.print(f"[magenta]{label}[/]: {escape(what)}")
     if extra.get("deployment"):
         from .status_deployment import deployment_line
 
         console.print(deployment_line(extra["deployment"]), markup=False)
     if extra.get("last_run"):
         lr = extra["last_run"]
-        console.print(f"last run: {lr.get('result')} at {lr.get('at')} by {lr.get('executor')}")
+        line = f"last run: {lr.get('result')} at {lr.get('at')} by {lr.get('executor')}"
+        console.print(line, markup=False)

@@ -1,6 +1,6 @@
 """The folder, keys and files of the plan caches (:mod:`.plan_cache`: validated plans;
 :mod:`.status_digest`: what ``waymark status`` needs of one). Standard library only: the quick
-path of ``waymark status --json`` looks a digest up without loading pydantic or PyYAML.
+path of ``waymark status`` looks a digest up without loading pydantic or PyYAML.
 
 An entry's key is a sha256 over a fingerprint of the code, the plan file's path (as given and
 resolved) and its text: the same bytes at the same path, read by the same code, give the same

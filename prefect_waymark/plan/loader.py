@@ -312,7 +312,7 @@ def load_plan(path: str | Path, *, keep_digest: bool = False) -> PlanSpec:
 
     The same file with the same content gives the same (validated) PlanSpec again without
     parsing it twice; treat it as read-only. ``keep_digest``: keep the plan's status digest
-    for ``waymark status --json``'s quick path (:mod:`.status_digest`)."""
+    for ``waymark status``'s quick path (:mod:`.status_digest`)."""
     p = Path(path)
     source = str(path)
     try:

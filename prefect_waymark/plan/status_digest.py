@@ -2,11 +2,12 @@
 each step's id, title, owner, branch, milestone and needs, the definition hashes and the
 dependency order), kept as JSON beside the plan cache's entries under the same kind of key.
 
-``waymark status`` keeps one for the plan it loaded; the quick path of ``waymark status
---json`` (:mod:`prefect_waymark.cli.quick_status`) reads it back without loading pydantic or
-PyYAML, while the file's text, its path and the code are those it was made from. Standard
-library only. Never kept for a plan that pins a ledger (its URL may need a variable, a block or
-Prefect) or that the plan cache would not keep (``plan:`` steps, a plug-in's refs).
+``waymark status`` keeps one for the plan it loaded; the quick path of ``waymark status``
+(the table or ``--json``: :mod:`prefect_waymark.cli.quick_status`) reads it back without
+loading pydantic or PyYAML, while the file's text, its path and the code are those it was made
+from. Standard library only. Never kept for a plan that pins a ledger (its URL may need a
+variable, a block or Prefect) or that the plan cache would not keep (``plan:`` steps, a
+plug-in's refs).
 """
 
 from __future__ import annotations

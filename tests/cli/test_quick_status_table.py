@@ -155,3 +155,74 @@ def test_a_closed_pipe_ends_the_table_quietly(tmp_path: Path, cache: Path) -> No
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=120) == 1, err
         assert "Traceback" not in err and "Error" not in err, err
+
+
+def test_what_people_wrote_is_shown_as_written(tmp_path: Path, cache: Path) -> None:
+    """Brackets in a title, an owner, an error or a review reason are text, not rich markup:
+    shown as written (they were dropped, and a stray ``[/]`` ended the command in a
+    traceback), the same on both paths."""
+    doc = {
+        **PLAN_DOC,
+        "title": "Démo [bold]x[/]",
+        "steps": [
+            {**s, "owner": "bo [red]"} if s["id"] == "fetch" else s for s in PLAN_DOC["steps"]
+        ],
+    }
+    plan = write_plan(tmp_path / "proj", doc)
+    with open_ledger(default_url(plan)) as led:
+        record_history(led, plan)
+        spec = load_plan(plan)
+        branch = spec.step("clean").branch
+        for kind, data in (("step_failed", {"error": "exit 1: [/] oops [x] [bold]no[/bold]"}),):
+            led.record(spec.plan_id, kind, step_id="clean", branch=branch, run_id="run-1", **data)
+        led.record(spec.plan_id, "plan_aborted", by="ann [i]", reason="[stop] now")
+    full = run_cli("status", str(plan), env=FULL)
+    assert full.returncode == 4 and "Traceback" not in full.stderr, full.stderr
+    for text in (
+        "Démo [bold]x[/]",
+        "bo [red]",
+        "clean: exit 1: [/] oops [x] [bold]no[/bold]",
+        "review-me: the orders row changed",
+        "by ann [i] at",
+        "([stop] now)",
+    ):
+        assert text in full.stdout, text
+    load_plan(plan, keep_digest=True)
+    quick = _quick_process(plan, cache)
+    assert (quick.stdout, quick.returncode) == (full.stdout, full.returncode)
+
+
+def test_ctrl_c_ends_both_paths_alike(tmp_path: Path, cache: Path) -> None:
+    """Ctrl-C while the table is printed: exit 130 and nothing on stderr, on either path (typer
+    ends the full command so; the quick path does the same). The interrupt is raised in the
+    table's printing, after its first line, by the probe below (a real SIGINT lands wherever
+    the process happens to be)."""
+    plan = write_plan(tmp_path / "proj", PLAN_DOC)
+    with open_ledger(default_url(plan)) as led:
+        record_history(led, plan)
+    load_plan(plan, keep_digest=True)
+    probe = (
+        "import sys\n"
+        "from prefect_waymark.cli import status_output\n"
+        "def interrupted(view, extra, console=None):\n"
+        "    print('first line', flush=True)\n"
+        "    raise KeyboardInterrupt\n"
+        "status_output.print_table = interrupted\n"
+        "from prefect_waymark.cli import main\n"
+        "sys.argv = ['waymark', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    answers = []
+    for cache_env in ("off", str(cache)):  # the full command, then the quick path
+        env = {**os.environ, **NO_PREFECT, "WAYMARK_PLAN_CACHE": cache_env}
+        answers.append(
+            subprocess.run(
+                [sys.executable, "-c", probe, "status", str(plan)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+        )
+    for proc in answers:
+        assert (proc.returncode, proc.stdout, proc.stderr) == (130, "first line\n", "")
