@@ -319,7 +319,11 @@ def test_a_distribution_installed_or_removed_is_another_key(
     assert cache_files.code_fingerprint() not in (installed, None)
 
 
-def test_a_closed_pipe_ends_it_quietly(tmp_path: Path, cache: Path) -> None:
+@pytest.mark.parametrize(("args", "first"), [(["--json"], b'{\n  "plan_'), ([], b"wide")])
+def test_a_closed_pipe_ends_it_quietly(
+    tmp_path: Path, cache: Path, args: list[str], first: bytes
+) -> None:
+    """The document, and the table (tests/cli/test_quick_status_table.py): exit 1, quietly."""
     doc = {
         "plan_id": "wide",
         "steps": [{"id": f"s{i:04d}", "run": "true", "title": "x" * 60} for i in range(2000)],
@@ -328,13 +332,13 @@ def test_a_closed_pipe_ends_it_quietly(tmp_path: Path, cache: Path) -> None:
     env = {**os.environ, **NO_PREFECT}
     for cache_env in ("off", str(cache), str(cache)):  # the full command, then the quick path
         proc = subprocess.Popen(
-            [WAYMARK, "status", str(plan), "--json"],
+            [WAYMARK, "status", str(plan), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**env, "WAYMARK_PLAN_CACHE": cache_env},
         )
         assert proc.stdout is not None and proc.stderr is not None
-        assert proc.stdout.read(10) == b'{\n  "plan_'
+        assert proc.stdout.read(len(first)) == first
         proc.stdout.close()
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=120) == 1, err
