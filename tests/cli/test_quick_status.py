@@ -41,14 +41,6 @@ def _quick(plan: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[
     return code, capsys.readouterr().out
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("WAYMARK_PLAN_CACHE", str(folder))
-    monkeypatch.delenv("WAYMARK_LEDGER_URL", raising=False)
-    return folder
-
-
 def _digested(plan: Path) -> Path:
     """The plan, with its status digest kept (as an earlier `waymark status` keeps it)."""
     load_plan(plan, keep_digest=True)
@@ -124,10 +116,12 @@ HISTORIES: dict[str, Callable[[Ledger, Path], None]] = {
 }
 
 
+@pytest.mark.parametrize("mode", [["--json"], []], ids=["json", "table"])
 @pytest.mark.parametrize("name", list(HISTORIES))
 def test_the_quick_answer_is_the_full_one(
-    name: str, tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
+    name: str, mode: list[str], tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The document, and the table (tests/cli/test_quick_status_table.py has more of it)."""
     plan = write_plan(tmp_path / "proj", PLAN_DOC)
     with open_ledger(default_url(plan)) as led:
         record_history(led, plan)
@@ -135,11 +129,14 @@ def test_the_quick_answer_is_the_full_one(
             HISTORIES[name](led, plan)
         except Exception as exc:  # noqa: BLE001 - say which history the ledger refused
             pytest.fail(f"{name}: the ledger refused the history: {exc!r}")
-    full = _full(plan)
+    full = run_cli("status", str(plan), *mode, env=FULL)
     assert full.returncode in (0, 1, 4), full.stderr
-    code, out = _quick(_digested(plan), capsys)
+    assert "status-plan" in full.stdout
+    _digested(plan)
+    capsys.readouterr()
+    code = quick_status(["status", str(plan), *mode])
     assert code is not None, "the quick path did not answer"
-    assert out == full.stdout
+    assert capsys.readouterr().out == full.stdout
     assert code == full.returncode
 
 

@@ -1,6 +1,6 @@
 """``waymark status PLAN`` (the table) on the quick path (cli/quick_status.py): for a plan status
-has read before, the table is the full command's byte for byte, with the same exit code, on the
-same ledgers as ``--json``'s (tests/cli/test_quick_status.py), for a small plan (rich draws it)
+has read before, the table is the full command's byte for byte, with the same exit code (on the
+same ledgers as ``--json``'s: tests/cli/test_quick_status.py), for a small plan (rich draws it)
 and a big one (cli/status_table.py draws it); the process loads neither pydantic, typer, PyYAML,
 SQLAlchemy nor Prefect; Ctrl-C ends both alike (a closed pipe: tests/cli/test_quick_status.py).
 
@@ -22,18 +22,9 @@ from prefect_waymark.cli.quick_status import quick_status
 from prefect_waymark.cli.status_table import LARGE_TABLE_ROWS
 from prefect_waymark.ledger import open_ledger
 from tests._support.helpers import WAYMARK, run_cli, write_plan
-from tests.cli.test_quick_status import HISTORIES
 from tests.cli.test_status import NO_PREFECT, PLAN_DOC, default_url, record_history
 
 FULL = {**NO_PREFECT, "WAYMARK_PLAN_CACHE": "off"}
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("WAYMARK_PLAN_CACHE", str(folder))
-    monkeypatch.delenv("WAYMARK_LEDGER_URL", raising=False)
-    return folder
 
 
 def _quick_process(plan: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -43,27 +34,6 @@ def _quick_process(plan: Path, cache: Path, *args: str) -> subprocess.CompletedP
     return subprocess.run(
         [WAYMARK, "status", str(plan), *args], capture_output=True, text=True, env=env, timeout=120
     )
-
-
-@pytest.mark.parametrize("name", list(HISTORIES))
-def test_the_quick_table_is_the_full_one(
-    name: str, tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    plan = write_plan(tmp_path / "proj", PLAN_DOC)
-    with open_ledger(default_url(plan)) as led:
-        record_history(led, plan)
-        HISTORIES[name](led, plan)
-    full = run_cli("status", str(plan), env=FULL)
-    assert full.returncode in (0, 1, 4), full.stderr
-    assert "status-plan" in full.stdout and "next step:" in full.stdout
-    load_plan(plan, keep_digest=True)
-    capsys.readouterr()
-    code = quick_status(["status", str(plan)])
-    assert code is not None, "the quick path did not answer"
-    assert capsys.readouterr().out == full.stdout
-    assert code == full.returncode
-    quick = _quick_process(plan, cache)  # the console script takes the quick path as well
-    assert (quick.stdout, quick.returncode) == (full.stdout, full.returncode)
 
 
 def test_a_big_plan_and_a_workdir(
