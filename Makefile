@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 
-.PHONY: venv demo test lint bench profile screenshots clean
+.PHONY: venv demo test lint docs bench profile screenshots clean
 
 venv: $(VENV)/.installed
 
@@ -21,10 +21,13 @@ lint: venv
 	$(BIN)/ruff format --check prefect_waymark tests bench examples deployments
 	$(BIN)/mypy
 
-test: lint
+docs: venv  # the documentation site into site/ (mkdocs-material); --strict: a broken link fails
+	$(BIN)/mkdocs build --strict --site-dir site
+
+test: lint docs
 	$(BIN)/pytest -q
 
-screenshots: venv  # the README's Prefect UI screenshots, from the browser test
+screenshots: venv  # the docs' Prefect UI screenshots, from the browser test
 	WAYMARK_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest -q -m ui tests/ui
 
 bench: venv  # every bench, then one table of the goals they measure (bench/run_all.py)
@@ -34,4 +37,4 @@ profile: venv  # where a run's time goes, against plain Prefect (cProfile; see b
 	$(BIN)/python bench/profile_run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
