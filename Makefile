@@ -2,6 +2,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: venv demo test lint docs bench profile screenshots clean
 
@@ -17,8 +18,8 @@ demo: venv
 	$(BIN)/python examples/research_report/run_demo.py
 
 lint: venv
-	$(BIN)/ruff check prefect_waymark tests bench examples deployments
-	$(BIN)/ruff format --check prefect_waymark tests bench examples deployments
+	$(BIN)/ruff check prefect_waymark tests bench examples deployments docs/_hooks
+	$(BIN)/ruff format --check prefect_waymark tests bench examples deployments docs/_hooks
 	$(BIN)/mypy
 
 docs: venv  # the documentation site into site/ (mkdocs-material); --strict: a broken link fails

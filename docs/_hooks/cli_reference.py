@@ -1,15 +1,20 @@
-"""mkdocs hook: the command-line reference, generated from the typer app at every build.
+"""mkdocs hook: reference pages generated from the code at every build.
 
-A page that holds the line ``<!-- waymark-cli -->`` gets, in its place, every ``waymark`` command
-with its arguments and options as typer's own ``typer ... utils docs`` writes them, so the page
-cannot drift from the code: ``mkdocs build --strict`` (``make docs``, part of ``make test``)
-renders what the installed package defines.
+- ``<!-- waymark-cli -->``: every ``waymark`` command with its arguments and options, as typer's
+  own ``typer ... utils docs`` writes them (docs/reference/cli.md).
+- ``<!-- waymark-model: module:Class -->``: a table of a pydantic model's fields — name, type,
+  default, constraints, description (the plan file's and the state ref kinds' pages).
+
+So those pages cannot drift from the code: ``mkdocs build --strict`` (``make docs``, part of
+``make test``) renders what the installed package defines.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import types
+import typing
 from typing import Any
 
 PLACEHOLDER = "<!-- waymark-cli -->"
@@ -51,8 +56,6 @@ MODEL_MARK = re.compile(r"<!-- waymark-model: ([\w.]+):(\w+) -->")
 
 
 def _type_name(annotation: Any) -> str:
-    import typing
-
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Literal:
@@ -66,9 +69,7 @@ def _type_name(annotation: Any) -> str:
     if origin is dict:
         return "mapping"
     name = getattr(annotation, "__name__", None) or str(annotation)
-    return {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}.get(
-        name, name
-    )
+    return {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}.get(name, name)
 
 
 def _constraints(field: Any) -> str:
@@ -98,8 +99,6 @@ def _constraints(field: Any) -> str:
 
 def _default(field: Any) -> str:
     from pydantic_core import PydanticUndefined
-
-    import json
 
     if field.default_factory is not None:
         value = field.default_factory()
