@@ -112,7 +112,8 @@ class _Receiver:
 def test_an_automation_on_the_flow_run_state_alerts_on_a_review_stop(
     prefect_server: str, tmp_path: Path
 ) -> None:
-    """The automation in docs/guides/prefect-ui.md: the state names of one plan's runs (by their run name)."""
+    """The automation in docs/guides/prefect-ui.md: the state names of one plan's runs (by
+    their run name)."""
     from prefect.automations import Automation
     from prefect.blocks.webhook import Webhook
     from prefect.events.actions import CallWebhook

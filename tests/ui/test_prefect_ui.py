@@ -5,7 +5,7 @@ check-figures step fails once on purpose) run by the real ``waymark`` command th
 failed run, a run stopped by ``--max-steps``, a resume that completes it — and the pages those
 runs print links to, rendered by Debian's Chromium (``/usr/bin/chromium``, driven by Playwright;
 never ``playwright install``: no browser download works here). Screenshots go to
-``$WAYMARK_SCREENSHOTS_DIR`` (``make screenshots`` writes the docs' pictures, under docs/screenshots/),
+``$WAYMARK_SCREENSHOTS_DIR`` (``make screenshots`` writes the docs' pictures, docs/screenshots/),
 else to the test's temporary folder.
 """
 
