@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import reprlib
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import yaml
@@ -131,15 +131,13 @@ _MAP = "tag:yaml.org,2002:map"
 _MERGE = "tag:yaml.org,2002:merge"
 _VALUE = "tag:yaml.org,2002:value"
 
-_Lookup = Callable[[list[_Loc]], dict[_Loc, int]]
-"""Gives the line of each field path asked (see :func:`line_numbers`)."""
+_Lookup = Callable[[list[_Loc]], dict[_Loc, int]]  # the line of each field path asked
 
 
 def _anchor_of(text: str, node: Any) -> str:
     """The anchor name of a collection node (nodes do not keep it; its start event does)."""
     at = (node.start_mark.line, node.start_mark.column)
-    events: Iterator[Any] = yaml.parse(text, Loader=_LOADER)
-    for event in events:
+    for event in yaml.parse(text, Loader=_LOADER):
         mark: Any = event.start_mark
         if isinstance(event, yaml.CollectionStartEvent) and (mark.line, mark.column) == at:
             return str(event.anchor)
@@ -170,13 +168,9 @@ class _Walk:
         if self.total > MAX_VALUES:
             raise _too_many(self.source, loc, line, self.aliases)
         if self.chars > MAX_PLAN_BYTES:  # only aliases can expand the text past the file limit
-            raise _refuse(
-                self.source,
-                loc,
-                f"with its YAML aliases expanded the document holds more than "
-                f"{MAX_PLAN_BYTES:,} characters (the plan file limit)",
-                line,
-            )
+            msg = "with its YAML aliases expanded the document holds more than "
+            msg += f"{MAX_PLAN_BYTES:,} characters (the plan file limit)"
+            raise _refuse(self.source, loc, msg, line)
 
     def value(self, node: Any, loc: _Loc, depth: int) -> tuple[Any, int]:
         """The node's value and its levels of collections (0: a scalar); ``depth``: the
@@ -184,8 +178,7 @@ class _Walk:
         line = node.start_mark.line + 1
         key = id(node)
         if isinstance(node, yaml.ScalarNode):
-            if key in self.scalars:
-                self.aliases = True
+            self.aliases |= key in self.scalars
             self.scalars.add(key)
             self._count(1, len(node.value), loc, line)
             if node.tag == _STR:
@@ -247,15 +240,9 @@ class _Walk:
                 if first is None:
                     firsts[ident] = line
                 elif len(self.dups) < MAX_PROBLEMS:
-                    self.dups.append(
-                        PlanProblem(
-                            self.source,
-                            _fmt_path(at),
-                            f"duplicate key {shown(key_node.value)} (first at line {first}); "
-                            "remove one: YAML would silently keep the last",
-                            line,
-                        )
-                    )
+                    msg = f"duplicate key {shown(key_node.value)} (first at line {first}); "
+                    msg += "remove one: YAML would silently keep the last"
+                    self.dups.append(PlanProblem(self.source, _fmt_path(at), msg, line))
             key, levels = self.value(key_node, at, depth)
             value, value_levels = self.value(value_node, at, depth)
             height = max(height, levels, value_levels)
