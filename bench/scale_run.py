@@ -8,11 +8,12 @@ alike), a *fresh* plan (its own folder and ledger, so its first run) of N no-op 
 and times ``run_plan(plan=<file>, max_steps=5)`` in this process, which ran the same flow before
 (imports and Prefect's first-time paths are not counted). Each plan file is written, and
 validated once by ``waymark validate`` in another process (as the plan's earlier days did),
-before the clock starts; the run parses and validates it again, as every process does. The plan: a chain (step i depends on
-step i-1), every fifth step on a second branch ``docs``, a milestone per hundred steps, a title
-and an acceptance line on each (about 140 bytes a step of YAML). The 5 steps that run are the
-first five of the chain on both sizes: the work of the steps is the same, what differs is what
-the run does with the rest of the plan (load it, hash it, order it, render its views).
+before the clock starts; the run parses and validates it again, as every process does. The
+plan: a chain (step i depends on step i-1), every fifth step on a second branch ``docs``, a
+milestone per hundred steps, a title and an acceptance line on each (about 140 bytes a step of
+YAML). The 5 steps that run are the first five of the chain on both sizes: the work of the steps
+is the same, what differs is what the run does with the rest of the plan (load it, hash it,
+order it, render its views).
 
 Right after, the same plans run again, steps 6-10 (``run5_later_*``): a later day's run, whose
 ledger already holds the first run. ``--history H`` adds a 1-step run of a 10,000-step plan after
