@@ -268,14 +268,14 @@ def bench_status(n_events: int, n_steps: int, runs: int) -> dict[str, float]:
                 [WAYMARK, "status", str(plan), "--json"], capture_output=True, text=True
             ).stdout
         )
-        assert len(doc["steps"]) == n_steps  # and the plan's status digest is kept
+        assert len(doc["steps"]) == n_steps
         url = default_ledger_url(plan.parent.resolve())
         py = sys.executable
         rows = [
             ("python -c pass", [py, "-c", "pass"]),
             ('python -c "import prefect"', [py, "-c", "import prefect"]),
             ("waymark status --json", [WAYMARK, "status", str(plan), "--json"]),
-            (  # --ledger: the full command (the quick path answers the call above)
+            (  # --ledger: the same command, the ledger opened through SQLAlchemy
                 "waymark status --json --ledger URL",
                 [WAYMARK, "status", str(plan), "--json", "--ledger", url],
             ),

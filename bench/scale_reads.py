@@ -189,10 +189,9 @@ def status_json_vs_bare_python(
     """``waymark status PLAN --json`` on a ledger of ``n_events`` events (a ``n_steps``-step
     plan) against a bare ``python -c pass``, interleaved; the issue's goal is <= 5x.
 
-    The warm-up call keeps the plan's status digest, so the timed calls are what an agent that
-    polls its plan pays (the quick path, cli/quick_status.py); ``status_json_full_*`` is the
-    full command on the same ledger (``--ledger`` given: the quick path leaves it), as a first
-    call or a plan edited since pays it."""
+    The timed calls are what an agent that polls its plan pays (every call parses and validates
+    the plan); ``status_json_full_*`` is the same command with ``--ledger`` given (the ledger
+    opened through SQLAlchemy)."""
     with tempfile.TemporaryDirectory(prefix="waymark-status-") as tmp:
         plan = _status_ledger(Path(tmp), n_events, n_steps)
         url = default_ledger_url(plan.parent.resolve())
@@ -213,7 +212,7 @@ def status_json_vs_bare_python(
         print(
             f"status --json, {n_events} events: {out['status_json_seconds']:.3f} s / bare python "
             f"{out['bare_python_seconds']:.3f} s = {out['status_json_vs_bare_python']:.2f}x "
-            f"(the full command: {out['status_json_full_seconds']:.3f} s = "
+            f"(with --ledger: {out['status_json_full_seconds']:.3f} s = "
             f"{out['status_json_full_vs_bare_python']:.2f}x)",
             flush=True,
         )

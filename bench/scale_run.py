@@ -7,12 +7,13 @@ Each repeat runs, for every size in turn (interleaved: load from elsewhere hits 
 alike), a *fresh* plan (its own folder and ledger, so its first run) of N no-op ``call:`` steps
 and times ``run_plan(plan=<file>, max_steps=5)`` in this process, which ran the same flow before
 (imports and Prefect's first-time paths are not counted). Each plan file is written, and
-validated once by ``waymark validate`` in another process (as the plan's earlier days did: the
-plan cache holds it), before the clock starts. The plan: a chain (step i depends on
-step i-1), every fifth step on a second branch ``docs``, a milestone per hundred steps, a title
-and an acceptance line on each (about 140 bytes a step of YAML). The 5 steps that run are the
-first five of the chain on both sizes: the work of the steps is the same, what differs is what
-the run does with the rest of the plan (load it, hash it, order it, render its views).
+validated once by ``waymark validate`` in another process (as the plan's earlier days did),
+before the clock starts; the run parses and validates it again, as every process does. The
+plan: a chain (step i depends on step i-1), every fifth step on a second branch ``docs``, a
+milestone per hundred steps, a title and an acceptance line on each (about 140 bytes a step of
+YAML). The 5 steps that run are the first five of the chain on both sizes: the work of the steps
+is the same, what differs is what the run does with the rest of the plan (load it, hash it,
+order it, render its views).
 
 Right after, the same plans run again, steps 6-10 (``run5_later_*``): a later day's run, whose
 ledger already holds the first run. ``--history H`` adds a 1-step run of a 10,000-step plan after
@@ -131,8 +132,7 @@ def measure_run5(sizes: list[int], repeat: int, history: int = 0) -> dict[str, f
 
             def plan_file(n: int, tag: str) -> Path:
                 """Written before the clock starts (``yaml.safe_dump`` of 10,000 steps takes
-                seconds); validated once in another process, as the plan's earlier days did,
-                so this run finds it in the plan cache as a later day's run does."""
+                seconds); validated once in another process, as the plan's earlier days did."""
                 plan = build_run_plan(root / f"{tag}-{n}", n, f"bench-run5-{tag}-{n}")
                 waymark = str(Path(sys.executable).parent / "waymark")
                 subprocess.run([waymark, "validate", str(plan)], check=True, capture_output=True)

@@ -41,8 +41,6 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
     os.environ["WAYMARK_TEST_PREFECT_PORT"] = str(port)
     os.environ.pop("WAYMARK_LEDGER_URL", None)
-    # Big plans' validated copies (plan/plan_cache.py) go to the session's folder, not ~/.cache.
-    os.environ["WAYMARK_PLAN_CACHE"] = str(home / "plan-cache")
     # A shell without job control starts a background job (`make test &`) with SIGINT ignored,
     # and every process started from here would inherit that: the Ctrl-C tests' runs would
     # never see their SIGINT. Caught here instead, the children start with the default.

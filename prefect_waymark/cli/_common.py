@@ -20,9 +20,9 @@ def fail(message: str, code: int = exit_codes.BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
-def load_or_exit(plan_path: Path, *, keep_digest: bool = False) -> PlanSpec:
+def load_or_exit(plan_path: Path) -> PlanSpec:
     try:
-        return load_plan(plan_path, keep_digest=keep_digest)
+        return load_plan(plan_path)
     except PlanError as exc:
         fail(str(exc))
 

@@ -52,7 +52,7 @@ app = typer.Typer(
 
 @app.command()
 def validate(plan: PlanArg) -> None:
-    """Check a plan file; print every problem. Writes nothing but the plan cache (big plans)."""
+    """Check a plan file; print every problem. Writes nothing."""
     spec = load_or_exit(plan)
     print(f"{plan}: valid plan {spec.plan_id!r} with {len(spec.steps)} steps")
 
@@ -89,7 +89,7 @@ def status(
     from .status_extras import ledger_extras, status_exit_code
     from .status_output import print_table
 
-    spec = load_or_exit(plan, keep_digest=True)  # for the next `status` (quick_status)
+    spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
     # Plain status reads a SQLite ledger without SQLAlchemy; --rebuild writes, so it opens it all.
     led = (

@@ -1,7 +1,6 @@
 """``waymark status --json``'s document (``waymark replay --json`` prints the same).
 
-Standard library only, as are the view it is made from (:mod:`..ledger.progress_view`): the
-quick path of ``waymark status --json`` (:mod:`.quick_status`) prints it without pydantic.
+Standard library only, as is the view it is made from (:mod:`..ledger.progress_view`).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.ledger_handoff import handed_ledger
 from .next_start import next_reason, waiting_reason
-from .plan_input import check_until, freeze_heap, load_plan_input, thaw_heap
+from .plan_input import check_until, load_plan_input
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
@@ -153,7 +153,6 @@ def run_plan(
     fr_id = flow_run.get_id()
     ledger = open_ledger(url)
     try:
-        freeze_heap(spec)  # a big plan's objects out of the collector's way (plan_input.py)
         refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
         if not checked:  # refuse before anything is recorded
             check_not_renamed(ledger, spec.plan_id, spec.source)
@@ -243,7 +242,6 @@ def run_plan(
             suspend_run(run, suspend, wait)
     finally:
         ledger.close()
-        thaw_heap(spec)
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
 

@@ -1,6 +1,5 @@
 """Ledger rows as plain records, without pydantic: a step's projection row as its fields, and an
-event row as an event, for the readers that must start fast (``waymark status``'s quick
-path, :mod:`prefect_waymark.cli.quick_status`) and the ledger's own appends.
+event row as an event, for the readers that must start fast and the ledger's own appends.
 
 :data:`STATE_FIELDS` is a new step's state as :meth:`StepState.model_dump` gives it (JSON
 values, the model's field order); ``tests/ledger/test_plain_rows.py`` holds the two equal, and

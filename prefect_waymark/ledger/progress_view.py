@@ -31,8 +31,7 @@ class _StepLike(Protocol):
 
 
 class PlanLike(Protocol):
-    """What the view reads of a plan: a :class:`~prefect_waymark.plan.spec.PlanSpec`, or the
-    plan's status digest (:mod:`prefect_waymark.plan.status_digest`)."""
+    """What the view reads of a plan (a :class:`~prefect_waymark.plan.spec.PlanSpec`)."""
 
     @property
     def plan_id(self) -> str: ...

@@ -127,7 +127,7 @@ class SqliteReader:
         return states_by_step(self._state_texts(plan_id))
 
     def plain_step_states(self, plan_id: str) -> dict[str, PlainState]:
-        """:meth:`step_states` as plain records, without pydantic (the quick status path)."""
+        """:meth:`step_states` as plain records, without pydantic."""
         return plain_states(self._state_texts(plan_id))
 
     def _state_texts(self, plan_id: str) -> list[str]:
@@ -143,7 +143,7 @@ class SqliteReader:
         return read_last_event(self._conn, plan_id, kinds)
 
     def plain_last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> PlainEvent | None:
-        """:meth:`last_event` as a plain record, without pydantic (the quick status path)."""
+        """:meth:`last_event` as a plain record, without pydantic."""
         row = _last_event_row(self._conn, plan_id, kinds)
         return plain_event(row) if row is not None else None
 

@@ -1,7 +1,6 @@
 """The plan: its file format (spec), loading and validation (loader), the Python builder.
 
-Importing this package loads no pydantic: its names load on first use (the quick path of
-``waymark status --json`` reads a plan's status digest, :mod:`.status_digest`, without them).
+Importing this package loads no pydantic: its names load on first use.
 """
 
 from __future__ import annotations

@@ -8,34 +8,28 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import PlanError, PlanProblem
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
 from ..subplans.loading import plan_step_problems, resolve_subplans
-from .cache_files import plan_text
-from .plan_cache import cached_plan, store_plan
 from .reading import (
     MAX_PROBLEMS,
     clip,
+    clip_message,
     line_numbers,
     load_json,
     load_yaml,
-    read_plan_bytes,
+    read_plan_text,
     shown,
 )
 from .spec import NUMBER_BOUNDS, BlockRef, PlanSpec, StateRefSpec, StepSpec
-from .status_digest import store_digest
 from .step_checks import check_contract_links, check_steps, near
 
 __all__ = ["load_plan", "validate_plan_data"]
 
 _Loc = tuple[int | str, ...]
-
-# libyaml's loader when PyYAML has it: ten times faster on big plans (status reads the plan too).
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _fmt_path(loc: _Loc) -> str:
@@ -63,17 +57,6 @@ def _line_of(lines: Mapping[_Loc, int], loc: _Loc) -> int | None:
     return None
 
 
-_MAX_MESSAGE = 600
-
-
-def _clip_msg(msg: str) -> str:
-    """A message cut to ~600 characters: values are quoted short already, but a resolver's message
-    or a long list of names is cut here too."""
-    if len(msg) <= _MAX_MESSAGE:
-        return msg
-    return msg[: _MAX_MESSAGE - 160] + " … " + msg[-150:]
-
-
 _Found = list[tuple[_Loc, str]]
 """Problems as (field path, message); lines are looked up only for those listed."""
 
@@ -85,7 +68,7 @@ def _plan_error(source: str, lines: Mapping[_Loc, int], found: _Found) -> PlanEr
     if isinstance(lines, _LazyLines):
         lines = lines.lookup([loc for loc, _ in shown_])
     problems = [
-        PlanProblem(source, _fmt_path(loc), _clip_msg(msg), _line_of(lines, loc))
+        PlanProblem(source, _fmt_path(loc), clip_message(msg), _line_of(lines, loc))
         for loc, msg in shown_
     ]
     if len(found) > MAX_PROBLEMS:
@@ -285,20 +268,6 @@ def validate_plan_data(
     )
 
 
-def _yaml_problem(source: str, exc: yaml.YAMLError) -> PlanProblem:
-    """A YAML syntax error at its line, with where the unfinished construct began."""
-    mark = getattr(exc, "problem_mark", None)
-    line = mark.line + 1 if mark is not None else None
-    msg = f"YAML syntax error: {getattr(exc, 'problem', None) or exc}"
-    context = getattr(exc, "context", None)
-    context_mark = getattr(exc, "context_mark", None)
-    if context and context_mark is not None and context_mark.line + 1 != line:
-        msg += f" ({context} started at line {context_mark.line + 1})"
-    elif context:
-        msg += f" ({context})"
-    return PlanProblem(source, "", _clip_msg(msg), line)
-
-
 #: The plans parsed last, by (path as given, resolved path, content): ``waymark run`` parses
 #: the plan to check it, and the flow it starts in the same process takes that PlanSpec instead
 #: of parsing the same bytes again (a 10,000-step plan costs seconds to validate).
@@ -307,41 +276,29 @@ _PARSED_MAX = 4
 _PARSED_LOCK = threading.Lock()
 
 
-def load_plan(path: str | Path, *, keep_digest: bool = False) -> PlanSpec:
+def load_plan(path: str | Path) -> PlanSpec:
     """Read and validate a plan file; raise :class:`PlanError` naming file, line and field.
 
     The same file with the same content gives the same (validated) PlanSpec again without
-    parsing it twice; treat it as read-only. ``keep_digest``: keep the plan's status digest
-    for ``waymark status``'s quick path (:mod:`.status_digest`)."""
+    parsing it twice; treat it as read-only."""
     p = Path(path)
     source = str(path)
     try:
-        text = plan_text(read_plan_bytes(p, source))
+        text = read_plan_text(p, source)
     except FileNotFoundError:
         raise PlanError([PlanProblem(source, "", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         msg = f"cannot read the file: {clip(str(exc))}"
         raise PlanError([PlanProblem(source, "", msg)]) from None
     key = (source, str(p.resolve()), text)
-    spec = _load(p, key)
-    if keep_digest:
-        store_digest(*key, spec)  # if it may be kept and is not yet
-    return spec
-
-
-def _load(p: Path, key: tuple[str, str, str]) -> PlanSpec:
-    source, _, text = key
     with _PARSED_LOCK:
         found = _PARSED.get(key)
         if found is not None:
             _PARSED.move_to_end(key)
             return found
-    spec = cached_plan(*key)  # a big file, unchanged since an earlier process validated it
-    if spec is None:
-        spec = _parse(p, source, text)
-        if any(s.plan is not None for s in spec.steps):
-            return spec  # its sub-plan files may change under the same text: parsed every time
-        store_plan(*key, spec)  # if cacheable (plan/plan_cache.py)
+    spec = _parse(p, source, text)
+    if any(s.plan is not None for s in spec.steps):
+        return spec  # its sub-plan files may change under the same text: parsed every time
     with _PARSED_LOCK:
         _PARSED[key] = spec
         while len(_PARSED) > _PARSED_MAX:
@@ -353,21 +310,21 @@ def _parse(p: Path, source: str, text: str) -> PlanSpec:
     data: Any
     lines = _LazyLines(text)
     if p.suffix.lower() == ".json":
-        data = load_json(text, source, lambda locs: lines.lookup(locs, stop_early=False))
+        data = load_json(text, source, lines.lookup)
     else:
-        data = load_yaml(text, source, _SafeLoader, _yaml_problem)
+        data = load_yaml(text, source)
     return validate_plan_data(data, source=source, base_dir=p.resolve().parent, lines=lines)
 
 
 class _LazyLines(Mapping[_Loc, int]):
-    """The lines of a document's field paths, looked up only when a problem is reported: a
-    pass over the text's event stream for the paths asked (nothing composed, memory flat)."""
+    """The lines of a document's field paths, looked up only when a problem is reported (the
+    text composed again: :func:`.reading.line_numbers`)."""
 
     def __init__(self, text: str) -> None:
         self._text = text
 
-    def lookup(self, locs: list[_Loc], *, stop_early: bool = True) -> dict[_Loc, int]:
-        return line_numbers(self._text, locs, _SafeLoader, stop_early=stop_early)
+    def lookup(self, locs: list[_Loc]) -> dict[_Loc, int]:
+        return line_numbers(self._text, locs)
 
     def __getitem__(self, loc: _Loc) -> int:
         return self.lookup([loc])[loc]

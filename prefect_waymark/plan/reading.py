@@ -2,9 +2,10 @@
 
 Every plan file, whatever its shape, is read in bounded time and memory: its size, its nesting
 depth and the number of values it holds (YAML aliases counted each time they are used, so an
-alias bomb is refused before it is expanded) are limited, each limit named in its error. The YAML
-document is checked on its event stream (one event at a time, nothing composed) before it is
-loaded; the JSON document after ``json.loads`` (which keeps no aliases), without recursion.
+alias bomb is refused before it is expanded) are limited, each limit named in its error. A YAML
+document is composed by PyYAML's C loader (libyaml) and its nodes walked once, building the values
+and checking them (:func:`load_yaml`); a JSON document is checked after ``json.loads`` (which
+keeps no aliases), without recursion.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from __future__ import annotations
 import json
 import re
 import reprlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import yaml
 
 from ..errors import PlanError, PlanProblem
-from .cache_files import MAX_PLAN_BYTES
 
 __all__ = [
     "MAX_DEPTH",
@@ -27,14 +27,18 @@ __all__ = [
     "MAX_QUOTE",
     "MAX_VALUES",
     "clip",
+    "clip_message",
     "line_numbers",
     "load_json",
     "load_yaml",
-    "read_plan_bytes",
+    "read_plan_text",
     "shown",
+    "yaml_problem",
 ]
 
 
+MAX_PLAN_BYTES = 4 * 1024 * 1024
+"""A plan file's size limit (4 MiB; a 10,000-step plan is about 1.3 MB)."""
 MAX_DEPTH = 64
 """How deeply mappings and lists may nest (a plan needs about six levels)."""
 MAX_VALUES = 250_000
@@ -57,6 +61,17 @@ _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 8
 def clip(text: str, limit: int = MAX_QUOTE) -> str:
     """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_MAX_MESSAGE = 600
+
+
+def clip_message(msg: str) -> str:
+    """A message cut to ~600 characters: values are quoted short already, but a resolver's message
+    or a long list of names is cut here too."""
+    if len(msg) <= _MAX_MESSAGE:
+        return msg
+    return msg[: _MAX_MESSAGE - 160] + " … " + msg[-150:]
 
 
 _URL_PASSWORD = re.compile(r"(://[^/@:\s'\"]*):[^@/\s'\"]*@")
@@ -83,15 +98,16 @@ def _refuse(source: str, loc: _Loc, message: str, line: int | None = None) -> Pl
     return PlanError([PlanProblem(source, _fmt_path(loc), message, line)])
 
 
-def read_plan_bytes(path: Any, source: str) -> bytes:
-    """The file's bytes; refuse a file over :data:`MAX_PLAN_BYTES` without reading all of it."""
+def read_plan_text(path: Any, source: str) -> str:
+    """The file's text: UTF-8, newlines as text mode reads them (``\\r\\n`` and ``\\r`` become
+    ``\\n``); refuse a file over :data:`MAX_PLAN_BYTES` without reading all of it."""
     with open(path, "rb") as fh:
         data = fh.read(MAX_PLAN_BYTES + 1)
     if len(data) > MAX_PLAN_BYTES:
         raise _refuse(
             source, (), f"the file is larger than the plan file limit of {MAX_PLAN_BYTES:,} bytes"
         )
-    return data
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _too_many(source: str, loc: _Loc, line: int | None, aliases: bool) -> PlanError:
@@ -106,155 +122,172 @@ def _too_deep(source: str, loc: _Loc, line: int | None) -> PlanError:
     return PlanError([PlanProblem(source, path, msg, line)])
 
 
-class _Frame:
-    """One open mapping or list of the event stream."""
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader; PyYAML's pure-Python one only where its C extension is missing."""
 
-    __slots__ = (
-        "anchor",
-        "chars",
-        "component",
-        "expect_key",
-        "height",
-        "index",
-        "is_map",
-        "keys",
-        "total",
-    )
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+_VALUE = "tag:yaml.org,2002:value"
 
-    def __init__(self, is_map: bool, anchor: str | None, total: int, chars: int) -> None:
-        self.is_map = is_map
-        self.anchor = anchor
-        self.total = total  # values counted before this one started
-        self.chars = chars  # scalar characters counted before this one started
-        self.height = 0  # levels of collections below this one
-        self.index = 0
-        self.expect_key = True
-        self.component: int | str = 0
-        self.keys: dict[tuple[str, str], int] = {}
+_Lookup = Callable[[list[_Loc]], dict[_Loc, int]]  # the line of each field path asked
 
 
-_Lookup = Callable[[list[_Loc]], dict[_Loc, int]]
-"""Gives the line of each field path asked (see :func:`line_numbers`)."""
-
-_RESOLVER = yaml.resolver.Resolver()
-
-
-def _key_identity(event: yaml.ScalarEvent) -> tuple[str, str]:
-    """A mapping key as YAML compares it: its resolved tag and its text."""
-    tag = event.tag
-    if tag is None or tag == "!":
-        resolve: Callable[..., str] = _RESOLVER.resolve
-        tag = resolve(yaml.ScalarNode, event.value, event.implicit)
-    return (tag, event.value)
+def _anchor_of(text: str, node: Any) -> str:
+    """The anchor name of a collection node (nodes do not keep it; its start event does)."""
+    at = (node.start_mark.line, node.start_mark.column)
+    for event in yaml.parse(text, Loader=_LOADER):
+        mark: Any = event.start_mark
+        if isinstance(event, yaml.CollectionStartEvent) and (mark.line, mark.column) == at:
+            return str(event.anchor)
+    return "?"
 
 
-def _scan_yaml(text: str, source: str, loader: Any, build: Any = None) -> list[PlanProblem]:
-    """Walk the event stream once: refuse a document over a limit, list its duplicate keys;
-    feed each event to ``build`` (a :class:`~.yaml_build.ValueBuilder`)."""
-    stack: list[_Frame] = []
-    anchors: dict[str, tuple[int, int, int]] = {}  # name -> (values, chars, height) of its node
-    total = chars = 0
-    aliases = False
-    dups: list[PlanProblem] = []
+class _Walk:
+    """One walk over a composed YAML document that builds its values as PyYAML's safe
+    constructor builds them (the constructor itself makes every scalar that is not a plain
+    string, and any collection with a tag of its own) and checks them on the way: the limits
+    (an alias counted each time it is used: the node it names is built once, and its size
+    added again), duplicate keys, an alias inside its own anchor. Recursive, but never deeper
+    than :data:`MAX_DEPTH` levels: a deeper collection is refused before it is entered."""
 
-    def loc() -> _Loc:
-        return tuple(f.component for f in stack)
+    def __init__(self, text: str, source: str, loader: Any) -> None:
+        self.text, self.source, self.loader = text, source, loader
+        self.total = self.chars = 0
+        self.aliases = False
+        #: id of a collection node -> (its value, values, characters, levels): for its aliases.
+        self.built: dict[int, tuple[Any, int, int, int]] = {}
+        self.scalars: set[int] = set()  # scalar nodes met (a second meeting is an alias)
+        self.open: set[int] = set()  # collections being walked (an alias to one is a loop)
+        self.dups: list[PlanProblem] = []
 
-    node_events = (yaml.ScalarEvent, yaml.AliasEvent, yaml.SequenceStartEvent)
-    events: Iterator[Any] = yaml.parse(text, Loader=loader)
-    for event in events:
-        if build is not None:
-            build.feed(event)
-        cls = type(event)
-        if cls in node_events or cls is yaml.MappingStartEvent:
-            line = event.start_mark.line + 1
-            if stack:
-                top = stack[-1]
-                if not top.is_map:
-                    top.component = top.index
-                    top.index += 1
-                elif top.expect_key:
-                    top.expect_key = False
-                    if cls is yaml.ScalarEvent:
-                        top.component = event.value
-                        if event.value != "<<" or event.tag is not None:
-                            ident = _key_identity(event)
-                            first = top.keys.get(ident)
-                            if first is None:
-                                top.keys[ident] = line
-                            elif len(dups) < MAX_PROBLEMS:
-                                dups.append(
-                                    PlanProblem(
-                                        source,
-                                        _fmt_path(loc()),
-                                        f"duplicate key {shown(event.value)} (first at line "
-                                        f"{first}); remove one: YAML would silently keep the last",
-                                        line,
-                                    )
-                                )
-                    else:
-                        top.component = "?"
-                else:
-                    top.expect_key = True
-            total += 1
-            if cls is yaml.AliasEvent:
-                aliases = True
-                name = event.anchor
-                if any(f.anchor == name for f in stack):
-                    raise _refuse(
-                        source, loc(), f"the YAML alias *{clip(name)} refers to itself", line
-                    )
-                size, size_chars, height = anchors.get(name, (1, 0, 0))
-                total += size - 1
-                chars += size_chars
-                if stack:
-                    stack[-1].height = max(stack[-1].height, height)
-                if len(stack) + height > MAX_DEPTH:
-                    raise _too_deep(source, loc(), line)
-            elif cls is yaml.ScalarEvent:
-                chars += len(event.value)
-                if event.anchor is not None:
-                    anchors[event.anchor] = (1, len(event.value), 0)
-            else:
-                stack.append(_Frame(cls is yaml.MappingStartEvent, event.anchor, total - 1, chars))
-                if len(stack) > MAX_DEPTH:
-                    raise _too_deep(source, loc()[:-1], line)
-            if total > MAX_VALUES:
-                raise _too_many(source, loc(), line, aliases)
-            if chars > MAX_PLAN_BYTES:  # only aliases can expand the text past the file limit
-                raise _refuse(
-                    source,
-                    loc(),
-                    f"with its YAML aliases expanded the document holds more than "
-                    f"{MAX_PLAN_BYTES:,} characters (the plan file limit)",
-                    line,
+    def _count(self, values: int, chars: int, loc: _Loc, line: int) -> None:
+        self.total += values
+        self.chars += chars
+        if self.total > MAX_VALUES:
+            raise _too_many(self.source, loc, line, self.aliases)
+        if self.chars > MAX_PLAN_BYTES:  # only aliases can expand the text past the file limit
+            msg = "with its YAML aliases expanded the document holds more than "
+            msg += f"{MAX_PLAN_BYTES:,} characters (the plan file limit)"
+            raise _refuse(self.source, loc, msg, line)
+
+    def value(self, node: Any, loc: _Loc, depth: int) -> tuple[Any, int]:
+        """The node's value and its levels of collections (0: a scalar); ``depth``: the
+        collections around it."""
+        line = node.start_mark.line + 1
+        key = id(node)
+        if isinstance(node, yaml.ScalarNode):
+            self.aliases |= key in self.scalars
+            self.scalars.add(key)
+            self._count(1, len(node.value), loc, line)
+            if node.tag == _STR:
+                return node.value, 0
+            return self.loader.construct_object(node), 0  # built once, kept by the constructor
+        done = self.built.get(key)
+        if done is not None:  # an alias (or a merge key's) to a collection built already
+            self.aliases = True
+            value, values, chars, height = done
+            self._count(values, chars, loc, line)
+            if depth + height > MAX_DEPTH:
+                raise _too_deep(self.source, loc, line)
+            return value, height
+        if key in self.open:
+            name = clip(_anchor_of(self.text, node))
+            raise _refuse(self.source, loc, f"the YAML alias *{name} refers to itself", line)
+        if depth >= MAX_DEPTH:
+            raise _too_deep(self.source, loc, line)
+        total, chars = self.total, self.chars
+        self._count(1, 0, loc, line)
+        self.open.add(key)
+        if isinstance(node, yaml.SequenceNode):
+            value, height = self._sequence(node, loc, depth + 1)
+        else:
+            value, height = self._mapping(node, loc, depth + 1)
+        self.open.discard(key)
+        if node.tag not in (_SEQ, _MAP):  # !!set, !!omap, another tag: the constructor's own
+            value = self.loader.construct_object(node, deep=True)
+        self.built[key] = (value, self.total - total, self.chars - chars, height + 1)
+        return value, height + 1
+
+    def _sequence(self, node: yaml.SequenceNode, loc: _Loc, depth: int) -> tuple[Any, int]:
+        items, height = [], 0
+        for i, child in enumerate(node.value):
+            item, levels = self.value(child, (*loc, i), depth)
+            items.append(item)
+            height = max(height, levels)
+        return items, height
+
+    def _mapping(self, node: yaml.MappingNode, loc: _Loc, depth: int) -> tuple[Any, int]:
+        pairs: list[tuple[Any, Any]] = []
+        merges = False
+        firsts: dict[tuple[str, str], int] = {}
+        height = 0
+        for key_node, value_node in node.value:
+            scalar = isinstance(key_node, yaml.ScalarNode)
+            at = (*loc, key_node.value if scalar else "?")
+            if scalar and key_node.tag == _MERGE:  # ``<<``: counted here, merged by PyYAML
+                merges = True
+                self._count(1, len(key_node.value), at, key_node.start_mark.line + 1)
+                height = max(height, self.value(value_node, at, depth)[1])
+                continue
+            if scalar and key_node.tag == _VALUE:  # ``=`` as a key: a string (PyYAML's rule)
+                key_node.tag = _STR
+            if scalar:
+                line = key_node.start_mark.line + 1
+                ident = (key_node.tag, key_node.value)
+                first = firsts.get(ident)
+                if first is None:
+                    firsts[ident] = line
+                elif len(self.dups) < MAX_PROBLEMS:
+                    msg = f"duplicate key {shown(key_node.value)} (first at line {first}); "
+                    msg += "remove one: YAML would silently keep the last"
+                    self.dups.append(PlanProblem(self.source, _fmt_path(at), msg, line))
+            key, levels = self.value(key_node, at, depth)
+            value, value_levels = self.value(value_node, at, depth)
+            height = max(height, levels, value_levels)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found unhashable key",
+                    key_node.start_mark,
                 )
-        elif cls is yaml.SequenceEndEvent or cls is yaml.MappingEndEvent:
-            done = stack.pop()
-            height = done.height + 1
-            if stack:
-                stack[-1].height = max(stack[-1].height, height)
-            if done.anchor is not None:
-                anchors[done.anchor] = (total - done.total, chars - done.chars, height)
-        elif cls is yaml.DocumentStartEvent:
-            anchors.clear()
-    return dups
+            pairs.append((key, value))
+        if merges:  # PyYAML's own rules for which merged key wins: its constructor builds it
+            return self.loader.construct_object(node, deep=True), height
+        return dict(pairs), height
 
 
-def load_yaml(text: str, source: str, loader: Any, syntax_problem: Callable[..., Any]) -> Any:
-    """The YAML document's data, or :class:`PlanError` (syntax, a limit, duplicate keys)."""
-    from .yaml_build import ValueBuilder
+def yaml_problem(source: str, exc: yaml.YAMLError) -> PlanProblem:
+    """A YAML syntax error at its line, with where the unfinished construct began."""
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    msg = f"YAML syntax error: {getattr(exc, 'problem', None) or exc}"
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None and context_mark.line + 1 != line:
+        msg += f" ({context} started at line {context_mark.line + 1})"
+    elif context:
+        msg += f" ({context})"
+    return PlanProblem(source, "", clip_message(msg), line)
 
-    build = ValueBuilder(loader)
+
+def load_yaml(text: str, source: str) -> Any:
+    """The YAML document's data, or :class:`PlanError` (syntax, a limit, duplicate keys): the
+    text composed once by PyYAML (:data:`_LOADER`), its nodes walked once (:class:`_Walk`)."""
+    loader = _LOADER(text)
     try:
-        dups = _scan_yaml(text, source, loader, build)
-        if dups:
-            raise PlanError(dups)
-        if build.done:  # built from the scan's events: the same values as yaml.load's
-            return build.value
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader (yaml.SafeLoader's)
+        root = loader.get_single_node()
+        if root is None:  # an empty document
+            return None
+        walk = _Walk(text, source, loader)
+        data, _ = walk.value(root, (), 0)
+        if walk.dups:
+            raise PlanError(walk.dups)
+        return data
     except yaml.YAMLError as exc:
-        raise PlanError([syntax_problem(source, exc)]) from None
+        raise PlanError([yaml_problem(source, exc)]) from None
     except RecursionError:  # only the pure-Python loader recurses; libyaml stops at 1,000 levels
         raise _too_deep(source, (), None) from None
     except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
@@ -262,7 +295,7 @@ def load_yaml(text: str, source: str, loader: Any, syntax_problem: Callable[...,
         msg = f"YAML value cannot be read: {clip(str(exc))}"
         raise PlanError([PlanProblem(source, "", msg)]) from None
     finally:
-        build.close()
+        loader.dispose()
 
 
 class _Pairs(dict[str, Any]):
@@ -333,68 +366,35 @@ def load_json(text: str, source: str, lookup: _Lookup) -> Any:
     return data
 
 
-def line_numbers(
-    text: str, locs: list[_Loc], loader: Any, *, stop_early: bool = True
-) -> dict[_Loc, int]:
-    """The 1-based line of each field path in ``locs`` and of each of its parents, from one pass
-    over the YAML (or JSON) text's event stream: nothing is composed, and only the branches that
-    lead to a path asked for are followed. A key's path takes the key's line (the last one for a
-    duplicate key, unless ``stop_early``: then the pass ends once every path asked is found); a
-    path inside an aliased node is not found (its parents are)."""
-    wanted = {loc[:end] for loc in locs for end in range(len(loc) + 1)}
-    exact = set(locs)
-    missing = len(exact)
-    found: dict[_Loc, int] = {}
-    # Per open collection: [its path or None (not asked for), is a mapping, expects a key, the
-    # current key or next index].
-    stack: list[list[Any]] = []
-    events: Iterator[Any] = yaml.parse(text, Loader=loader)
+def line_numbers(text: str, locs: list[_Loc]) -> dict[_Loc, int]:
+    """The 1-based line of each field path in ``locs`` and of each of its parents, in the YAML
+    (or JSON) text composed again: a key's path takes the key's line (the last of a duplicate
+    key's: the one whose value was kept), an item's its own. Only asked when a problem is
+    reported; a text YAML cannot read gives none."""
     try:
-        for event in events:
-            cls = type(event)
-            if cls is yaml.SequenceEndEvent or cls is yaml.MappingEndEvent:
-                stack.pop()
-                continue
-            if cls is not yaml.ScalarEvent and cls is not yaml.AliasEvent:
-                if cls is not yaml.SequenceStartEvent and cls is not yaml.MappingStartEvent:
-                    continue
-            at: _Loc | None = ()
-            if stack:
-                top = stack[-1]
-                if top[1] and top[2]:  # a mapping's key: its path is the key's, at this line
-                    top[2] = False
-                    top[3] = event.value if cls is yaml.ScalarEvent else None
-                    if top[0] is not None and top[3] is not None:
-                        key_at = (*top[0], top[3])
-                        if key_at in wanted:
-                            if key_at in exact and key_at not in found:
-                                missing -= 1
-                            found[key_at] = event.start_mark.line + 1
-                    at = None
-                elif top[1]:  # a mapping's value: the key's line stands for it
-                    top[2] = True
-                    at = None if top[0] is None or top[3] is None else (*top[0], top[3])
-                    if at is not None and at not in wanted:
-                        at = None
-                else:
-                    at = None if top[0] is None else (*top[0], top[3])
-                    top[3] += 1
-                    if at is not None and at not in wanted:
-                        at = None
-                    elif at is not None:
-                        if at in exact and at not in found:
-                            missing -= 1
-                        found[at] = event.start_mark.line + 1
-            else:
-                if () in exact and () not in found:
-                    missing -= 1
-                found[()] = event.start_mark.line + 1
-            if stop_early and missing <= 0:
+        root = yaml.compose(text, Loader=_LOADER)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return {}
+    found: dict[_Loc, int] = {}
+    if root is None:
+        return found
+    for loc in locs:
+        node: Any = root
+        found[()] = root.start_mark.line + 1
+        for end, part in enumerate(loc, 1):
+            node, key = _child(node, part)
+            if node is None:
                 break
-            if cls is yaml.SequenceStartEvent:
-                stack.append([at, False, False, 0])
-            elif cls is yaml.MappingStartEvent:
-                stack.append([at, True, True, None])
-    except (yaml.YAMLError, ValueError):
-        pass  # the lines found so far (a JSON text YAML cannot read has none)
+            found[loc[:end]] = (key or node).start_mark.line + 1
     return found
+
+
+def _child(node: Any, part: int | str) -> tuple[Any, Any]:
+    """The child node at ``part`` and, in a mapping, its key node (else ``None``)."""
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+        return (node.value[part], None) if 0 <= part < len(node.value) else (None, None)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in reversed(node.value):
+            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                return value, key
+    return None, None

@@ -16,7 +16,6 @@ __all__ = [
     "UnknownRefKind",
     "config_model_for",
     "get_resolver",
-    "served_by_builtins",
     "known_kinds",
     "register_resolver",
 ]
@@ -64,19 +63,6 @@ def register_resolver(resolver: StateResolver) -> None:
 
 def known_kinds() -> list[str]:
     return sorted(set(_BUILTINS) | set(_plugin_targets()) | set(_resolvers))
-
-
-def served_by_builtins(kinds: set[str]) -> bool:
-    """Every kind is a built-in that no plug-in or ``register_resolver`` replaced (what the
-    plan cache asks: a plug-in's checks may change without this package changing)."""
-    with _lock:
-        replaced = set(_resolvers) - {k for k, r in _resolvers.items() if _is_builtin(k, r)}
-    return kinds <= set(_BUILTINS) and not kinds & (set(_plugin_targets()) | replaced)
-
-
-def _is_builtin(kind: str, resolver: StateResolver) -> bool:
-    target = _BUILTINS.get(kind)
-    return target is not None and type(resolver).__module__ == target.partition(":")[0]
 
 
 def get_resolver(kind: str) -> StateResolver:

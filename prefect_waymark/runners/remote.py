@@ -1,5 +1,5 @@
 """What a step task receives when the task runner runs it in another process (a process pool,
-a Dask worker): a small value that pickles, from which the worker builds what the body needs.
+a Dask worker): a small value it can send, from which the worker builds what the body needs.
 
 What runs where:
 
@@ -55,7 +55,7 @@ def worker_ledger(url: str) -> Ledger:
 class RemoteRuntime:
     """One run's step runtime as a step task in another process receives it.
 
-    A plain class (Prefect does not walk into it); everything in it pickles: the validated
+    A plain class (Prefect does not walk into it); everything in it can be sent: the validated
     plan (a pydantic model), the workdir, the resolved ledger URL (it may carry a password:
     it is never in ``repr``), the run id, the executor, the contract's forbidden list as the
     scheduler last re-read it, and the lease.
