@@ -16,10 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 ENV_PAGE = ROOT / "docs" / "reference" / "environment.md"
 
-#: Read by code that issue 31 removes (the plan cache); never documented. Drop after the merge.
-_UNDOCUMENTED = {"WAYMARK_PLAN_CACHE"}
-
-
 def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 200
@@ -55,4 +51,4 @@ def test_every_waymark_variable_is_in_the_environment_page() -> None:
     documented = set(re.findall(r"`(WAYMARK_[A-Z_]+)`", page))
     found = _waymark_variables()
     assert {"WAYMARK_LEDGER_URL", "WAYMARK_STEP_ID"} <= found  # the scan sees both kinds
-    assert sorted(found - documented - _UNDOCUMENTED) == []
+    assert sorted(found - documented) == []
