@@ -311,6 +311,7 @@ def _run_steps(
         gate=gate,
         executor=run.executor,
         forbidden=lambda: reanchor.forbidden + inherited_forbidden(run.subplan_of),
+        subflow=run_subplan,  # what a `plan:` step runs (subplans/run_step.py)
     )
     loop = PlanLoop(
         runtime,
@@ -398,3 +399,12 @@ def _run_steps(
 def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:
     """A guard's run-start verdict through the gate; True if it recorded a stop."""
     return loop.stop(step_id, verdict) != "moved"
+
+
+def run_subplan(**parameters: Any) -> Any:
+    """Run ``run_plan`` as the subflow of a ``plan:`` step (subplans/run_step.py).
+
+    The flow hands this down to its steps (a step never imports the flow that runs it); a
+    module-level function, so a step task in another process receives it by reference.
+    """
+    return run_plan(**parameters)

@@ -62,7 +62,7 @@ def waymark_step(
         elif step.run is not None:
             value = run_shell_step(ctx, step.run)
         elif step.plan is not None:  # a sub-plan, run as a subflow (subplans/run_step.py)
-            value = run_subplan_step(ctx)
+            value = run_subplan_step(ctx, runtime.subflow)
         else:
             assert step.call is not None
             value = call_step(ctx, step.call)
