@@ -8,7 +8,7 @@ import gc
 import sys
 from typing import TYPE_CHECKING
 
-from ..run._lazy import _lazy_exports
+from .._lazy import _lazy_exports
 
 if TYPE_CHECKING:
     from .commands import app

@@ -7,8 +7,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..ledger.identity import default_executor
 from ..run import exit_codes
-from ..run.identity import default_executor
 from ..run.summary import RunSummary, summary_from_state
 
 __all__ = ["configure_prefect", "default_executor", "print_ui_links", "run_from_cli"]

@@ -23,12 +23,14 @@ from ..closing.closed import refuse_closed_run
 from ..errors import PlanRunFailed
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
+from ..guards.observers import RunObserver
 from ..guards.outputs import OutputsGuard
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
 from ..ledger import open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
 from ..ledger.events import EventKind
+from ..ledger.identity import flow_executor
 from ..ledger.plan_rename import check_not_renamed
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.run_hashes import run_hash_fields
@@ -39,6 +41,7 @@ from ..markers.plan_page_publish import PlanPage
 from ..models import utcnow
 from ..plan.spec import PlanSpec
 from ..review.gate import ReviewGate
+from ..review.schedules import after_deployment_run, own_deployment_id
 from ..review.suspend import (
     SUSPENSION_EVENT_KINDS,
     in_deployment_run,
@@ -47,16 +50,13 @@ from ..review.suspend import (
     take_up,
 )
 from ..run.env_settings import seconds_from_env
-from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
 from ..run.named_flow import waymark_flow  # named and tagged as it is created
-from ..run.observers import RunObserver
 from ..run.prefect_ui import final_state
 from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
-from ..run.schedule_lifecycle import after_deployment_run, own_deployment_id
 from ..run.slot_budget import SlotBudget, slot_budget
 from ..run.summary import RunResult, RunSummary
 from ..runners.choice import loop_runner
