@@ -63,6 +63,8 @@ from ..runners.choice import loop_runner
 from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.ledger_handoff import handed_ledger
+from ..subplans.run_step import run_subplan_step
+from ..tasks.step_context import StepContext
 from .next_start import next_reason, waiting_reason
 from .plan_input import check_until, freeze_heap, load_plan_input, thaw_heap
 from .plan_loop import PlanLoop
@@ -311,7 +313,7 @@ def _run_steps(
         gate=gate,
         executor=run.executor,
         forbidden=lambda: reanchor.forbidden + inherited_forbidden(run.subplan_of),
-        subflow=run_subplan,  # what a `plan:` step runs (subplans/run_step.py)
+        run_subplan=run_subplan,  # what runs a `plan:` step (subplans/run_step.py)
     )
     loop = PlanLoop(
         runtime,
@@ -401,10 +403,10 @@ def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:
     return loop.stop(step_id, verdict) != "moved"
 
 
-def run_subplan(**parameters: Any) -> Any:
-    """Run ``run_plan`` as the subflow of a ``plan:`` step (subplans/run_step.py).
+def run_subplan(ctx: StepContext) -> dict[str, Any]:
+    """Run a ``plan:`` step's sub-plan as a subflow of ``run_plan`` (subplans/run_step.py).
 
     The flow hands this down to its steps (a step never imports the flow that runs it); a
     module-level function, so a step task in another process receives it by reference.
     """
-    return run_plan(**parameters)
+    return run_subplan_step(ctx, run_plan)

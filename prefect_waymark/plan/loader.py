@@ -14,7 +14,6 @@ from pydantic import BaseModel, ValidationError
 from ..errors import PlanError, PlanProblem
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
-from ..subplans.loading import plan_step_problems, resolve_subplans
 from .cache_files import plan_text
 from .plan_cache import cached_plan, store_plan
 from .reading import (
@@ -29,6 +28,7 @@ from .reading import (
 from .spec import NUMBER_BOUNDS, BlockRef, PlanSpec, StateRefSpec, StepSpec
 from .status_digest import store_digest
 from .step_checks import check_contract_links, check_steps, near
+from .subplan_field import plan_step_problems, resolve_subplans
 
 __all__ = ["load_plan", "validate_plan_data"]
 

@@ -32,7 +32,7 @@ class StepRuntime:
         gate: ReviewGate | None = None,
         executor: str | None = None,
         forbidden: Callable[[], list[str]] | None = None,
-        subflow: Callable[..., Any] | None = None,
+        run_subplan: Callable[..., Any] | None = None,
     ) -> None:
         self.plan = plan
         self.workdir = workdir
@@ -43,9 +43,10 @@ class StepRuntime:
         self.executor = executor  # who runs: recorded in action receipts
         self.context = GuardContext(plan=plan, ledger=ledger, workdir=workdir, run_id=run_id)
         self._forbidden = forbidden
-        #: What a ``plan:`` step runs its sub-plan with: the ``run_plan`` flow hands it down
-        #: (a module-level function, so a step task in another process receives it by reference).
-        self.subflow = subflow
+        #: What runs a ``plan:`` step's sub-plan, given the step's context: the ``run_plan``
+        #: flow hands it down (a module-level function of flows/, so a step task in another
+        #: process receives it by reference; the step task never imports the flow).
+        self.run_subplan = run_subplan
         #: step id -> (task run id, attempt, value) its task body last returned in this process:
         #: the scheduler takes the value instead of reading the persisted copy back.
         self.returned: dict[str, tuple[Any, int, Any]] = {}

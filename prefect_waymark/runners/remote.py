@@ -72,7 +72,7 @@ class RemoteRuntime:
         executor: str | None,
         forbidden: list[str],
         lease_seconds: float,
-        subflow: Callable[..., Any] | None = None,
+        run_subplan: Callable[..., Any] | None = None,
     ) -> None:
         self.plan = plan
         self.workdir = workdir
@@ -81,7 +81,7 @@ class RemoteRuntime:
         self.executor = executor
         self.forbidden = list(forbidden)
         self.lease_seconds = lease_seconds
-        self.subflow = subflow  # pickled by reference: a module-level function of flows/
+        self.run_subplan = run_subplan  # pickled by reference: a module-level function
         self._ticks: dict[str, int] = {}  # step -> ticks so far (this task run's)
 
     @classmethod
@@ -96,7 +96,7 @@ class RemoteRuntime:
             executor=runtime.executor,
             forbidden=runtime.forbidden,
             lease_seconds=lease_seconds,
-            subflow=runtime.subflow,
+            run_subplan=runtime.run_subplan,
         )
 
     @property

@@ -1,9 +1,10 @@
 """The body of a ``plan:`` step: run the sub-plan as a Prefect subflow and hand its summary up.
 
-The parent step's task calls the ``run_plan`` flow, which the flow handed down itself (its
-step runtime's ``subflow``: this room never imports the flows above it); a flow called inside
-a task run is a subflow run in Prefect 3 (its ``parent_task_run_id`` is the step's task run),
-so the Prefect UI shows the sub-plan's run under the parent step. The subflow:
+The parent step's task calls :func:`run_subplan_step` through what the ``run_plan`` flow
+handed down to its steps (the step runtime's ``run_subplan``: neither the step task nor this
+room imports the flow), with the flow itself as ``subflow``; a flow called inside a task run is
+a subflow run in Prefect 3 (its ``parent_task_run_id`` is the step's task run), so the Prefect
+UI shows the sub-plan's run under the parent step. The subflow:
 
 - records in the parent's ledger (same URL) under the sub-plan's own plan id, its
   ``run_started`` naming the parent plan, step and run (``parent``);
@@ -44,12 +45,12 @@ def subplan_markers(workdir: Path, sub_plan_id: str) -> Path:
     return workdir / ".waymark" / "subplans" / sub_plan_id
 
 
-def run_subplan_step(ctx: StepContext, subflow: Callable[..., Any] | None) -> dict[str, Any]:
+def run_subplan_step(ctx: StepContext, subflow: Callable[..., Any]) -> dict[str, Any]:
     """Run the step's sub-plan with ``subflow`` (the ``run_plan`` flow, as the parent's run
     handed it down; it resumes where it stopped); return its summary."""
     step, parent = ctx.step, ctx.plan
     sub = step.subplan_spec
-    if sub is None or ctx.ledger is None or subflow is None:
+    if sub is None or ctx.ledger is None:
         raise StepError(
             f"step {step.id!r}: sub-plan {step.plan!r} was not loaded with its plan "
             "(run the plan file, or a PlanSpec from load_plan, through run_plan)"
