@@ -185,6 +185,7 @@ ROOMS = [
     "ledger",  # the append-only progress ledger, run ids
     "plan",  # the plan file: read, validated, built
     "metrics",  # figures over the ledger's events
+    "results",  # where step results and declared outputs persist
     "guards",  # verdicts at a run's hook points; the observers beside them
     "review",  # stops for a person: the gate, decisions, receipts, suspension, schedules
     "markers",  # views of progress: marker files, pages, artifacts
@@ -216,9 +217,8 @@ UP_ALLOWED = {
     # The review form links the plan page; a review's reasons say "2 hours ago".
     ("review.gate", "markers.plan_copy"),
     ("review.reasons", "markers.human_time"),
-    # Result storage and its declared outputs, read by two guards (results belong below them).
-    ("guards.completed", "run.results"),
-    ("guards.outputs", "run.output_store"),
+    # Declared outputs restored with the markers' atomic write (one atomic write, lower, to come).
+    ("results.outputs", "markers.generated_files"),
 }
 
 

@@ -13,7 +13,7 @@ __all__ = ["keep_outputs", "restore_upstream"]
 
 
 def _store(results: str) -> Any:
-    from ..run.results import ResultAccess, as_storage
+    from ..results.storage import ResultAccess, as_storage
 
     access = ResultAccess(as_storage(results), keep_outputs=True)
     assert access.outputs is not None

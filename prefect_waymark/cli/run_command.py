@@ -135,7 +135,7 @@ def print_ui_links(flow_run_id: str | None, plan_id: str) -> None:
 
 def storage_problem(slug: str) -> str | None:
     """Why ``slug`` cannot hold results (no such block, not a writable file system), if so."""
-    from ..run.results import ResultAccess
+    from ..results.storage import ResultAccess
 
     try:
         ResultAccess(slug)

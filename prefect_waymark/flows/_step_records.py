@@ -18,8 +18,8 @@ from ..guards.base import Guards, Verdict
 from ..guards.observers import RunObserver
 from ..guards.output_hashes import ABSENT, hash_outputs
 from ..ledger.events import EventKind
+from ..results.storage import ResultAccess
 from ..review.gate import GateOutcome, ReviewGate
-from ..run.results import ResultAccess
 
 if TYPE_CHECKING:
     from ..run.runtime import StepRuntime

@@ -19,8 +19,8 @@ from ..guards.base import GuardBase, Guards
 from ..guards.observers import RunObserver
 from ..ledger.base import this_host
 from ..ledger.events import RELEASE_EVENT_KINDS, EventKind
+from ..results.storage import ResultAccess, StorageSpec
 from ..review.gate import ReviewGate
-from ..run.results import ResultAccess, StorageSpec
 from ..run.resume import take_over_dead
 from ..run.runtime import StepRuntime
 from ..runners.remote import RemoteRuntime

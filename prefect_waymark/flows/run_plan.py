@@ -40,6 +40,7 @@ from ..markers.artifacts import run_observers
 from ..markers.plan_page_publish import PlanPage
 from ..models import utcnow
 from ..plan.spec import PlanSpec
+from ..results.storage import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..review.gate import ReviewGate
 from ..review.schedules import after_deployment_run, own_deployment_id
 from ..review.suspend import (
@@ -54,7 +55,6 @@ from ..run.log_filters import install_log_filters
 from ..run.named_flow import waymark_flow  # named and tagged as it is created
 from ..run.prefect_ui import final_state
 from ..run.preflight import preflight_paths, results_folder
-from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
 from ..run.slot_budget import SlotBudget, slot_budget

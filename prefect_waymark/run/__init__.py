@@ -1,4 +1,4 @@
-"""What a run needs beside the flow: its runtime, resume, results, summary, server."""
+"""What a run needs beside the flow: its runtime, resume, summary, server."""
 
 from __future__ import annotations
 
@@ -8,18 +8,14 @@ from .._lazy import _lazy_exports
 
 if TYPE_CHECKING:
     from .local_server import ensure_local_server, find_local_server, stop_local_server
-    from .results import ResultAccess, StorageSpec, default_result_storage
     from .resume import prepare_resume, take_over_dead
     from .runtime import StepRuntime
     from .summary import RunResult, RunSummary
 
 __all__ = [
-    "ResultAccess",
     "RunResult",
     "RunSummary",
     "StepRuntime",
-    "StorageSpec",
-    "default_result_storage",
     "ensure_local_server",
     "find_local_server",
     "prepare_resume",
@@ -31,9 +27,6 @@ _WHERE = {
     "ensure_local_server": ".local_server",
     "find_local_server": ".local_server",
     "stop_local_server": ".local_server",
-    "ResultAccess": ".results",
-    "StorageSpec": ".results",
-    "default_result_storage": ".results",
     "prepare_resume": ".resume",
     "take_over_dead": ".resume",
     "StepRuntime": ".runtime",

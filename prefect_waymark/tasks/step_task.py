@@ -15,7 +15,7 @@ from prefect.logging import get_run_logger
 from ..errors import ForbiddenActionError, NeedsReview, StepError
 from ..ledger.events import EventKind
 from ..plan.spec import StepSpec
-from ..run.results import StorageSpec
+from ..results.storage import StorageSpec
 from ..run.runtime import StepRuntime
 from ..runners.remote import RemoteRuntime
 from .cache_policy import StepCachePolicy
