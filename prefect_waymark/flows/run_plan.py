@@ -111,7 +111,7 @@ def run_plan(
             ``user@host``).
         result_storage: a saved Prefect file-system block, its slug, or a folder (default
             ``<workdir>/.waymark/results``); given, it keeps the declared outputs too, and a
-            workdir that lacks one restores it from there (run/output_store.py).
+            workdir that lacks one restores it from there (results/outputs.py).
         lease_seconds: how long a step's in_progress hold lives without renewal.
         markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md, IMPLEMENTATION_LOG.md
             go (default: the workdir, beside the plan file unless ``workdir`` moves it).
