@@ -112,8 +112,14 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``postgres`` every test that needs the server: it asks for ``pg_url`` or
-    ``pg_server``, or is the ``postgres`` case of a parametrized fixture (``ledger_url``...)."""
+    """Mark the tests the fast inner loop (``pytest -m "not prefect and not postgres"``) leaves out:
+
+    - ``prefect``: every test that uses the session's Prefect server (``prefect_server``, asked
+      for directly, by ``usefixtures`` or through another fixture); tests that start a server or
+      flow runs another way (a CLI subprocess) carry the mark explicitly;
+    - ``postgres``: every test that needs the PostgreSQL server: it asks for ``pg_url`` or
+      ``pg_server``, or is the ``postgres`` case of a parametrized fixture (``ledger_url``...).
+    """
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
@@ -123,6 +129,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if names & {"pg_url", "pg_server"} or by_param:
             item.add_marker(pytest.mark.postgres)
+        if "prefect_server" in names:
+            item.add_marker(pytest.mark.prefect)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 ENV_PAGE = ROOT / "docs" / "reference" / "environment.md"
 
+
 def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 200

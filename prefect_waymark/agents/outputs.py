@@ -1,7 +1,7 @@
 """Outputs across machines for check-ins: ``waymark done --results`` keeps a step's outputs in
 the result storage (content-addressed, as a flow run with ``--results`` does), and ``waymark
 next --results`` restores the upstream outputs this workdir lacks, hash checked — so another
-executor in another folder, or a flow run there, finds them (``run/output_store.py``).
+executor in another folder, or a flow run there, finds them (``results/outputs.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ __all__ = ["keep_outputs", "restore_upstream"]
 
 
 def _store(results: str) -> Any:
-    from ..run.results import ResultAccess, as_storage
+    from ..results.storage import ResultAccess, as_storage
 
     access = ResultAccess(as_storage(results), keep_outputs=True)
     assert access.outputs is not None

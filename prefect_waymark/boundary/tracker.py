@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..guards.observers import RunObserver
 from ..ledger.event_payloads import RunBoundaryData
 from ..ledger.events import EventKind
 from ..markers.run_markers import VIEW_FILES
 from ..models import utcnow
-from ..run.observers import RunObserver
 from .compare import changed, covered, narrower, under_any
 from .git import GitState, git_state
 from .ignore import Ignore, ignore_for

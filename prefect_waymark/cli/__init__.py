@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..run._lazy import _lazy_exports
+from .._lazy import _lazy_exports
 
 if TYPE_CHECKING:
     from .commands import app

@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import LedgerError, WaymarkError
+from ..ledger.identity import default_executor
 from ..run import exit_codes
-from ..run.identity import default_executor
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
 from .options import LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt
 

@@ -16,10 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import CloseError, MarkerFileError, PlanClosedError
+from ..ledger.identity import default_executor
 from ..markers.markdown import cell
 from ..plan.spec import BlockRef
 from ..run import exit_codes
-from ..run.identity import default_executor
 from ._common import check_not_renamed, fail, load_or_exit, open_or_exit, workdir_for
 from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, WorkdirOpt
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..hooks.command import hook_app
 from ._common import (
     fail,
     load_or_exit,
@@ -21,7 +22,6 @@ from .agent_commands import block, done, fail_command, next_command, start, tick
 from .audit_command import export, replay, restore
 from .close_command import close, skip
 from .deploy_command import deploy, serve
-from .hook_command import hook_app
 from .import_command import import_plan
 from .init_command import init
 from .metrics_command import metrics

@@ -23,7 +23,7 @@ def rerun(
 ) -> None:
     """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
     from ..errors import PlanClosedError, TransitionError
-    from ..run.identity import default_executor
+    from ..ledger.identity import default_executor
 
     spec = load_or_exit(plan)
     if step not in {s.id for s in spec.steps}:
@@ -81,8 +81,8 @@ def rename_plan(
     refused from then on. EXECUTION_MARKER.json and the views are rewritten under the new id.
     """
     from ..errors import LedgerError, MarkerFileError
+    from ..ledger.identity import default_executor
     from ..markers import markers_folder, rebuild_marker_files
-    from ..run.identity import default_executor
 
     spec = load_or_exit(plan)
     if old_id == spec.plan_id:

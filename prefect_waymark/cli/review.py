@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import PlanClosedError
 from ..ledger import Ledger
+from ..ledger.identity import default_executor
 from ..models import utcnow
 from ..review.decisions import Decision, ReviewError, apply_decision
 from ..review.suspend import (
@@ -20,7 +21,6 @@ from ..review.suspend import (
     resume_suspended,
 )
 from ..run import exit_codes
-from ..run.identity import default_executor
 from ..subplans.answers import answer_subplans
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
 

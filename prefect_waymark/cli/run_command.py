@@ -7,8 +7,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..ledger.identity import default_executor
 from ..run import exit_codes
-from ..run.identity import default_executor
 from ..run.summary import RunSummary, summary_from_state
 
 __all__ = ["configure_prefect", "default_executor", "print_ui_links", "run_from_cli"]
@@ -135,7 +135,7 @@ def print_ui_links(flow_run_id: str | None, plan_id: str) -> None:
 
 def storage_problem(slug: str) -> str | None:
     """Why ``slug`` cannot hold results (no such block, not a writable file system), if so."""
-    from ..run.results import ResultAccess
+    from ..results.storage import ResultAccess
 
     try:
         ResultAccess(slug)

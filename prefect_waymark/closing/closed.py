@@ -112,7 +112,7 @@ def refuse_closed_run(
     try:
         check_not_closed(ledger, plan.plan_id, plan.source)
     except PlanClosedError:
-        from ..run.schedule_lifecycle import pause_finished_schedules
+        from ..review.schedules import pause_finished_schedules
 
         pause_finished_schedules("closed", ledger, plan.plan_id, logger)
         raise

@@ -15,11 +15,11 @@ from prefect.client.schemas.objects import State
 
 from ..errors import LedgerError, NeedsReview
 from ..guards.base import Guards, Verdict
+from ..guards.observers import RunObserver
 from ..guards.output_hashes import ABSENT, hash_outputs
 from ..ledger.events import EventKind
+from ..results.storage import ResultAccess
 from ..review.gate import GateOutcome, ReviewGate
-from ..run.observers import RunObserver
-from ..run.results import ResultAccess
 
 if TYPE_CHECKING:
     from ..run.runtime import StepRuntime

@@ -16,11 +16,11 @@ from prefect.task_runners import TaskRunner
 
 from ..errors import BranchBusyError, PlanClosedError, TransitionError, WaymarkError
 from ..guards.base import GuardBase, Guards
+from ..guards.observers import RunObserver
 from ..ledger.base import this_host
 from ..ledger.events import RELEASE_EVENT_KINDS, EventKind
+from ..results.storage import ResultAccess, StorageSpec
 from ..review.gate import ReviewGate
-from ..run.observers import RunObserver
-from ..run.results import ResultAccess, StorageSpec
 from ..run.resume import take_over_dead
 from ..run.runtime import StepRuntime
 from ..runners.remote import RemoteRuntime

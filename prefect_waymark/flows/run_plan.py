@@ -23,12 +23,14 @@ from ..closing.closed import refuse_closed_run
 from ..errors import PlanRunFailed
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
+from ..guards.observers import RunObserver
 from ..guards.outputs import OutputsGuard
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
 from ..ledger import open_ledger, resolve_ledger_url
 from ..ledger.base import this_host
 from ..ledger.events import EventKind
+from ..ledger.identity import flow_executor
 from ..ledger.plan_rename import check_not_renamed
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.run_hashes import run_hash_fields
@@ -38,7 +40,9 @@ from ..markers.artifacts import run_observers
 from ..markers.plan_page_publish import PlanPage
 from ..models import utcnow
 from ..plan.spec import PlanSpec
+from ..results.storage import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..review.gate import ReviewGate
+from ..review.schedules import after_deployment_run, own_deployment_id
 from ..review.suspend import (
     SUSPENSION_EVENT_KINDS,
     in_deployment_run,
@@ -47,22 +51,20 @@ from ..review.suspend import (
     take_up,
 )
 from ..run.env_settings import seconds_from_env
-from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
 from ..run.named_flow import waymark_flow  # named and tagged as it is created
-from ..run.observers import RunObserver
 from ..run.prefect_ui import final_state
 from ..run.preflight import preflight_paths, results_folder
-from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
-from ..run.schedule_lifecycle import after_deployment_run, own_deployment_id
 from ..run.slot_budget import SlotBudget, slot_budget
 from ..run.summary import RunResult, RunSummary
 from ..runners.choice import loop_runner
 from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.ledger_handoff import handed_ledger
+from ..subplans.run_step import run_subplan_step
+from ..tasks.step_context import StepContext
 from .next_start import next_reason, waiting_reason
 from .plan_input import check_until, load_plan_input
 from .plan_loop import PlanLoop
@@ -109,7 +111,7 @@ def run_plan(
             ``user@host``).
         result_storage: a saved Prefect file-system block, its slug, or a folder (default
             ``<workdir>/.waymark/results``); given, it keeps the declared outputs too, and a
-            workdir that lacks one restores it from there (run/output_store.py).
+            workdir that lacks one restores it from there (results/outputs.py).
         lease_seconds: how long a step's in_progress hold lives without renewal.
         markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md, IMPLEMENTATION_LOG.md
             go (default: the workdir, beside the plan file unless ``workdir`` moves it).
@@ -309,6 +311,7 @@ def _run_steps(
         gate=gate,
         executor=run.executor,
         forbidden=lambda: reanchor.forbidden + inherited_forbidden(run.subplan_of),
+        run_subplan=run_subplan,  # what runs a `plan:` step (subplans/run_step.py)
     )
     loop = PlanLoop(
         runtime,
@@ -396,3 +399,12 @@ def _run_steps(
 def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:
     """A guard's run-start verdict through the gate; True if it recorded a stop."""
     return loop.stop(step_id, verdict) != "moved"
+
+
+def run_subplan(ctx: StepContext) -> dict[str, Any]:
+    """Run a ``plan:`` step's sub-plan as a subflow of ``run_plan`` (subplans/run_step.py).
+
+    The flow hands this down to its steps (a step never imports the flow that runs it); a
+    module-level function, so a step task in another process receives it by reference.
+    """
+    return run_subplan_step(ctx, run_plan)

@@ -36,7 +36,7 @@ class RunRecord:
     started_from: str | None
     markers_folder: Path
     publish_artifacts: bool
-    #: Result storage was given: declared outputs are kept there too (run/output_store.py).
+    #: Result storage was given: declared outputs are kept there too (results/outputs.py).
     keeps_outputs: bool = False
     #: The run's execution boundary, taken before run_started (boundary/tracker.py).
     boundary: RunBoundary | None = None

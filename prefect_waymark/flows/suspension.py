@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from ..ledger import Ledger
 from ..ledger.events import EventKind
+from ..ledger.identity import execution_run_id
 from ..ledger.light_events import light_events
 from ..review.suspend import in_deployment_run, suspend_now
-from ..run.identity import execution_run_id
 from .run_record import RunRecord
 
 __all__ = ["run_id_of_execution", "suspend_run"]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..run._lazy import _lazy_exports
+from .._lazy import _lazy_exports
 
 if TYPE_CHECKING:
     from .base import HOOK_POINTS, GuardBase, GuardContext, Guards, HookPoint, StepGuard, Verdict
     from .completed import CompletedStepsGuard
     from .conflicts import AcceptedState, Conflict
+    from .observers import RunObserver
     from .outputs import OutputsGuard
     from .reanchor import ReanchorGuard
     from .receipts import ReceiptConsistencyGuard
@@ -26,11 +27,13 @@ __all__ = [
     "OutputsGuard",
     "ReanchorGuard",
     "ReceiptConsistencyGuard",
+    "RunObserver",
     "StepGuard",
     "Verdict",
 ]
 
 _WHERE = {
+    "RunObserver": ".observers",
     "GuardBase": ".base",
     "GuardContext": ".base",
     "Guards": ".base",

@@ -3,7 +3,7 @@ at needs_review: running it again or going on without its value would both be a 
 
 from __future__ import annotations
 
-from ..run.results import ResultAccess
+from ..results.storage import ResultAccess
 from .base import GuardBase, GuardContext, Verdict
 
 __all__ = ["CompletedStepsGuard"]

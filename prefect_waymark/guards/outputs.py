@@ -10,7 +10,7 @@ from .base import GuardBase, GuardContext, Verdict
 from .output_hashes import ABSENT, hash_outputs
 
 if TYPE_CHECKING:
-    from ..run.output_store import OutputStore
+    from ..results.outputs import OutputStore
 
 __all__ = ["OutputsGuard"]
 
@@ -18,7 +18,7 @@ __all__ = ["OutputsGuard"]
 class OutputsGuard(GuardBase):
     """Compares each completed step's declared outputs with the hashes recorded at completion.
 
-    With an :class:`~prefect_waymark.run.output_store.OutputStore` (result storage was given),
+    With an :class:`~prefect_waymark.results.outputs.OutputStore` (result storage was given),
     an output that is *missing* here is restored from it first (hash checked): a fresh clone or
     another machine is not a person's edit."""
 

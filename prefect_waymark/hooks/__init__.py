@@ -15,8 +15,9 @@ the goal contract without having to remember to ask:
 
 :mod:`.decisions` decides (one :class:`~.decisions.Decision` per event, shared by both forms);
 :mod:`.claude_code` writes it in Claude Code's hooks protocol, the decision's own JSON is the
-harness-neutral form. A hook never breaks the session: any failure is an answer without a
-decision and one line on stderr.
+harness-neutral form; :mod:`.command` is the ``waymark hook`` typer app (the CLI mounts it,
+``python -m prefect_waymark.hooks`` runs it). A hook never breaks the session: any failure is
+an answer without a decision and one line on stderr.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ harness that runs a Python module rather than the ``waymark`` script."""
 
 from __future__ import annotations
 
-from ..cli.hook_command import hook_app
+from .command import hook_app
 
 if __name__ == "__main__":
     hook_app(prog_name="waymark hook")

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..run.identity import default_executor
+from ..ledger.identity import default_executor
 
 __all__ = ["DEFAULT_EVERY", "HookSettings", "resolve_settings"]
 

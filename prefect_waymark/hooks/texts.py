@@ -60,12 +60,18 @@ def session_context(doc: dict[str, Any], executor: str | None) -> str:
     step = doc.get("step")
     if step is None:
         lines.append(f"No step is ready for {who}: {doc.get('reason')}")
-        return clip("\n".join(lines))
+    else:
+        lines += _step_lines(step, who)
+    return clip("\n".join(lines))
+
+
+def _step_lines(step: dict[str, Any], who: str) -> list[str]:
+    """The current step's part of the context: what to do, with what, and how to check in."""
     where = f"{step['kind']}, {step['status']}; branch {step['branch']}"
     if step.get("milestone"):
         where += f"; milestone {step['milestone']}"
     title = f" — {step['title']}" if step.get("title") else ""
-    lines += [
+    lines = [
         f"The current step for {who} is {step['id']}{title} ({where}).",
         f"Instructions: {step['instructions']}",
     ]
@@ -90,7 +96,7 @@ def session_context(doc: dict[str, Any], executor: str | None) -> str:
     else:
         lines.append(f"Start: {cmd.get('start')}")
     lines.append(f"Check-in when done: {cmd.get('done')}")
-    return clip("\n".join(lines))
+    return lines
 
 
 def no_ledger_context(plan_id: str, plan_path: Path, where: str, executor: str | None) -> str:

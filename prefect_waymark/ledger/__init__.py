@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from .._lazy import _lazy_exports
 from ..errors import LedgerUrlError
-from ..run._lazy import _lazy_exports
 from .event_kinds import EventKind
 from .urls import check_ledger_url, shown_url
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from ..guards.observers import RunObserver
 from ..ledger.progress_view import PlanView, StepView
-from ..run.observers import RunObserver
 from .concurrent_sends import Send, send_all, send_soon
 from .markdown import first_line
 from .plan_copy import PlanCopy, plan_copy

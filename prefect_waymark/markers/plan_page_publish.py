@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ..run.observers import RunObserver
+from ..guards.observers import RunObserver
 from .plan_copy import PlanCopy, is_page_key, plan_copy, ui_base_url
 
 if TYPE_CHECKING:

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ValidationError
 from ..errors import PlanError, PlanProblem
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
-from ..subplans.loading import plan_step_problems, resolve_subplans
 from .reading import (
     MAX_PROBLEMS,
     clip,
@@ -26,6 +25,7 @@ from .reading import (
 )
 from .spec import NUMBER_BOUNDS, BlockRef, PlanSpec, StateRefSpec, StepSpec
 from .step_checks import check_contract_links, check_steps, near
+from .subplan_field import plan_step_problems, resolve_subplans
 
 __all__ = ["load_plan", "validate_plan_data"]
 

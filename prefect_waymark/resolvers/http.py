@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from .base import ResolveContext, ResolverError, SecretRefConfig, value_version
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["HttpRefConfig", "HttpResolver", "json_pointer", "safe_url"]
 
@@ -114,19 +117,7 @@ class HttpResolver:
     async def read_version(self, config: HttpRefConfig, ctx: ResolveContext) -> str:
         import httpx
 
-        headers = dict(config.headers)
-        auth: httpx.Auth | None = None
-        secret = await ctx.secret(config)
-        if secret is not None:
-            how = config.auth or "bearer"
-            if how == "bearer":
-                headers["Authorization"] = f"Bearer {secret}"
-            elif how == "basic":
-                auth = httpx.BasicAuth(config.username or "", secret)
-                ctx.remember_secret(f"{config.username or ''}:{secret}")  # its base64 is sent
-            else:
-                assert config.header_name is not None
-                headers[config.header_name] = secret
+        headers, auth = _credentials(config, ctx, await ctx.secret(config))
         where = safe_url(config.url)
         try:
             resp = await ctx.http.get(
@@ -140,21 +131,46 @@ class HttpResolver:
             raise ResolverError(f"GET {where}: {type(exc).__name__}: {exc}") from None
         if resp.status_code >= 400:
             raise ResolverError(f"GET {where}: HTTP {resp.status_code} {resp.reason_phrase}")
-        how_version = config.version_from
-        if how_version == "etag":
-            etag: str | None = resp.headers.get("etag")
-            if not etag:
-                raise ResolverError(f"GET {where}: the response has no ETag header")
-            return etag
-        if how_version == "last-modified":
-            stamp: str | None = resp.headers.get("last-modified")
-            if not stamp:
-                raise ResolverError(f"GET {where}: the response has no Last-Modified header")
-            return stamp
-        if how_version == "body":
-            return "sha256:" + hashlib.sha256(resp.content).hexdigest()
-        try:
-            doc = resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ResolverError(f"GET {where}: the body is not JSON: {exc}") from None
-        return value_version(json_pointer(doc, how_version[5:]))
+        return _version(resp, config.version_from, where)
+
+
+def _credentials(
+    config: HttpRefConfig, ctx: ResolveContext, secret: str | None
+) -> tuple[dict[str, str], httpx.Auth | None]:
+    """The request's headers and auth, with the credential where ``config.auth`` puts it."""
+    import httpx
+
+    headers = dict(config.headers)
+    auth: httpx.Auth | None = None
+    if secret is not None:
+        how = config.auth or "bearer"
+        if how == "bearer":
+            headers["Authorization"] = f"Bearer {secret}"
+        elif how == "basic":
+            auth = httpx.BasicAuth(config.username or "", secret)
+            ctx.remember_secret(f"{config.username or ''}:{secret}")  # its base64 is sent
+        else:
+            assert config.header_name is not None
+            headers[config.header_name] = secret
+    return headers, auth
+
+
+def _version(resp: httpx.Response, how_version: str, where: str) -> str:
+    """The version ``version_from`` reads from the response."""
+    if how_version == "etag":
+        etag: str | None = resp.headers.get("etag")
+        if not etag:
+            raise ResolverError(f"GET {where}: the response has no ETag header")
+        return etag
+    if how_version == "last-modified":
+        stamp: str | None = resp.headers.get("last-modified")
+        if not stamp:
+            raise ResolverError(f"GET {where}: the response has no Last-Modified header")
+        return stamp
+    if how_version == "body":
+        return "sha256:" + hashlib.sha256(resp.content).hexdigest()
+    try:
+        doc = resp.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResolverError(f"GET {where}: the body is not JSON: {exc}") from None
+    return value_version(json_pointer(doc, how_version[5:]))

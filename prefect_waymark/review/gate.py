@@ -136,7 +136,7 @@ class ReviewGate:
         )
         if self.wait_seconds <= 0 or not _in_flow_run() or self.aborted is not None:
             return "needs_review"
-        from ..run.schedule_lifecycle import own_deployment_id
+        from .schedules import own_deployment_id
 
         if own_deployment_id() is not None:  # a deployment's run suspends (review/suspend.py)
             if self.suspend_for is None and stored.seq is not None:

@@ -11,9 +11,9 @@ from typing import Literal
 
 from ..ledger import Ledger
 from ..ledger.events import EventKind
+from ..ledger.identity import default_executor
 from ..ledger.receipt_records import ReceiptRecord, default_action_key
 from ..plan.spec import PlanSpec
-from ..run.identity import default_executor
 
 __all__ = ["choose_key", "record_receipt"]
 

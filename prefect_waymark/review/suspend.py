@@ -66,7 +66,7 @@ def suspend_key(stop_seq: int) -> str:
 def in_deployment_run() -> bool:
     """True inside a flow run that a deployment created and that is not a subflow: the only
     runs Prefect can suspend (DESIGN: "Suspending")."""
-    from ..run.schedule_lifecycle import own_deployment_id
+    from .schedules import own_deployment_id
 
     return own_deployment_id() is not None
 

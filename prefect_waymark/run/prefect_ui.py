@@ -123,7 +123,7 @@ def run_name() -> str:
 
 def run_name_and_tags(params: Mapping[str, Any]) -> tuple[str, list[str]]:
     """The name and the tags of a ``run_plan`` flow run with these parameters."""
-    from .identity import default_executor, worker_name
+    from ..ledger.identity import default_executor, worker_name
 
     plan_id = _plan_id(params.get("plan"))
     who = params.get("executor") or worker_name() or default_executor()

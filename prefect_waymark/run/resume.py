@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from ..errors import LedgerError
 from ..ledger import Hold, Ledger
 from ..ledger.events import EventKind
+from ..ledger.identity import flow_run_of
 from ..plan.spec import PlanSpec
-from .identity import flow_run_of
 
 __all__ = ["ResumeReport", "crash_dead_flow_runs", "prepare_resume", "take_over_dead"]
 

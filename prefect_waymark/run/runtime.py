@@ -32,6 +32,7 @@ class StepRuntime:
         gate: ReviewGate | None = None,
         executor: str | None = None,
         forbidden: Callable[[], list[str]] | None = None,
+        run_subplan: Callable[..., Any] | None = None,
     ) -> None:
         self.plan = plan
         self.workdir = workdir
@@ -42,6 +43,10 @@ class StepRuntime:
         self.executor = executor  # who runs: recorded in action receipts
         self.context = GuardContext(plan=plan, ledger=ledger, workdir=workdir, run_id=run_id)
         self._forbidden = forbidden
+        #: What runs a ``plan:`` step's sub-plan, given the step's context: the ``run_plan``
+        #: flow hands it down (a module-level function of flows/, so a step task in another
+        #: process receives it by reference; the step task never imports the flow).
+        self.run_subplan = run_subplan
         #: step id -> (task run id, attempt, value) its task body last returned in this process:
         #: the scheduler takes the value instead of reading the persisted copy back.
         self.returned: dict[str, tuple[Any, int, Any]] = {}

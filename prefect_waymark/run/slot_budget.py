@@ -42,7 +42,7 @@ def slot_budget(ledger: Ledger, plan_id: str, max_steps: int | None) -> SlotBudg
     run (or without ``max_steps``: nothing to share)."""
     from prefect.context import FlowRunContext
 
-    from .schedule_lifecycle import own_deployment_id
+    from ..review.schedules import own_deployment_id
 
     if max_steps is None:
         return None

@@ -21,8 +21,9 @@ scheduler does, so a dead scheduler's holds run out and another run can take the
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StepError
 from ..guards.base import GuardContext
@@ -71,6 +72,7 @@ class RemoteRuntime:
         executor: str | None,
         forbidden: list[str],
         lease_seconds: float,
+        run_subplan: Callable[..., Any] | None = None,
     ) -> None:
         self.plan = plan
         self.workdir = workdir
@@ -79,6 +81,7 @@ class RemoteRuntime:
         self.executor = executor
         self.forbidden = list(forbidden)
         self.lease_seconds = lease_seconds
+        self.run_subplan = run_subplan  # module-level: other processes get it by reference
         self._ticks: dict[str, int] = {}  # step -> ticks so far (this task run's)
 
     @classmethod
@@ -93,6 +96,7 @@ class RemoteRuntime:
             executor=runtime.executor,
             forbidden=runtime.forbidden,
             lease_seconds=lease_seconds,
+            run_subplan=runtime.run_subplan,
         )
 
     @property

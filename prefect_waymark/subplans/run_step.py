@@ -1,8 +1,10 @@
 """The body of a ``plan:`` step: run the sub-plan as a Prefect subflow and hand its summary up.
 
-The parent step's task calls the ``run_plan`` flow; a flow called inside a task run is a
-subflow run in Prefect 3 (its ``parent_task_run_id`` is the step's task run), so the Prefect UI
-shows the sub-plan's run under the parent step. The subflow:
+The parent step's task calls :func:`run_subplan_step` through what the ``run_plan`` flow
+handed down to its steps (the step runtime's ``run_subplan``: neither the step task nor this
+room imports the flow), with the flow itself as ``subflow``; a flow called inside a task run is
+a subflow run in Prefect 3 (its ``parent_task_run_id`` is the step's task run), so the Prefect
+UI shows the sub-plan's run under the parent step. The subflow:
 
 - records in the parent's ledger (same URL) under the sub-plan's own plan id, its
   ``run_started`` naming the parent plan, step and run (``parent``);
@@ -22,7 +24,6 @@ the parent's next run runs the step again, and the sub-plan resumes where it sto
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,22 +37,7 @@ from .summary import subplan_summary
 if TYPE_CHECKING:
     from ..tasks.step_context import StepContext
 
-__all__ = ["register_subflow", "run_subplan_step", "subplan_markers"]
-
-#: The ``run_plan`` flow, registered by :mod:`prefect_waymark.flows.run_plan` when it is
-#: imported (the flow runs steps; a step that runs a flow would otherwise import it back).
-_SUBFLOW: list[Callable[..., Any]] = []
-
-
-def register_subflow(flow: Callable[..., Any]) -> None:
-    """Make ``flow`` the one ``plan:`` steps run (``run_plan``, at its import)."""
-    _SUBFLOW[:] = [flow]
-
-
-def _subflow() -> Callable[..., Any]:
-    if not _SUBFLOW:  # a task process that unpickled only the step task: import the flow now
-        importlib.import_module("prefect_waymark.flows.run_plan")
-    return _SUBFLOW[0]
+__all__ = ["run_subplan_step", "subplan_markers"]
 
 
 def subplan_markers(workdir: Path, sub_plan_id: str) -> Path:
@@ -59,8 +45,9 @@ def subplan_markers(workdir: Path, sub_plan_id: str) -> Path:
     return workdir / ".waymark" / "subplans" / sub_plan_id
 
 
-def run_subplan_step(ctx: StepContext) -> dict[str, Any]:
-    """Run the step's sub-plan (it resumes where it stopped); return its summary."""
+def run_subplan_step(ctx: StepContext, subflow: Callable[..., Any]) -> dict[str, Any]:
+    """Run the step's sub-plan with ``subflow`` (the ``run_plan`` flow, as the parent's run
+    handed it down; it resumes where it stopped); return its summary."""
     step, parent = ctx.step, ctx.plan
     sub = step.subplan_spec
     if sub is None or ctx.ledger is None:
@@ -91,7 +78,7 @@ def run_subplan_step(ctx: StepContext) -> dict[str, Any]:
         ledger_for_subflow(ctx.ledger.url, link) as ledger_url,
         transaction(commit_mode=CommitMode.EAGER),
     ):
-        state = _subflow()(
+        state = subflow(
             plan=sub,
             workdir=str(ctx.workdir),
             ledger_url=ledger_url,  # never a password: Prefect shows a run's parameters

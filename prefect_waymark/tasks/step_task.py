@@ -12,13 +12,12 @@ from prefect.client.schemas.objects import State, TaskRun
 from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
-from ..errors import ForbiddenActionError, NeedsReview
+from ..errors import ForbiddenActionError, NeedsReview, StepError
 from ..ledger.events import EventKind
 from ..plan.spec import StepSpec
-from ..run.results import StorageSpec
+from ..results.storage import StorageSpec
 from ..run.runtime import StepRuntime
 from ..runners.remote import RemoteRuntime
-from ..subplans.run_step import run_subplan_step
 from .cache_policy import StepCachePolicy
 from .step_action import run_step_action
 from .step_body import call_step, run_shell_step
@@ -62,7 +61,12 @@ def waymark_step(
         elif step.run is not None:
             value = run_shell_step(ctx, step.run)
         elif step.plan is not None:  # a sub-plan, run as a subflow (subplans/run_step.py)
-            value = run_subplan_step(ctx)
+            if runtime.run_subplan is None:
+                raise StepError(
+                    f"step {step.id!r}: a sub-plan step runs only in a run of run_plan "
+                    "(the flow hands its steps what runs a sub-plan)"
+                )
+            value = runtime.run_subplan(ctx)
         else:
             assert step.call is not None
             value = call_step(ctx, step.call)

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner
 
-from prefect_waymark.cli.hook_command import hook_app
+from prefect_waymark.hooks.command import hook_app
 from prefect_waymark.hooks.loaded import agent_run_id, item_ids
 from tests.hooks._helpers import PLAN, answer, env_for, hook, make_plan, payload, waymark
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from prefect_waymark.ledger.events import EventKind, ProgressEvent
+from prefect_waymark.ledger.identity import execution_run_id, flow_run_of
 from prefect_waymark.markers.plan_page import open_pause
 from prefect_waymark.models import utcnow
 from prefect_waymark.review.suspend import open_suspension, open_suspensions, suspend_key
-from prefect_waymark.run.identity import execution_run_id, flow_run_of
 
 FR1 = "0b6f7a52-2a43-4f5e-9d0c-6b1f5b3f1a01"
 FR2 = "0b6f7a52-2a43-4f5e-9d0c-6b1f5b3f1a02"

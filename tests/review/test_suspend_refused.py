@@ -41,7 +41,7 @@ def test_a_suspend_prefect_refuses_ends_the_run_stopped_for_review(
     (tmp_path / "terms.md").write_text("v2")
     import importlib
 
-    import prefect_waymark.run.schedule_lifecycle as lifecycle
+    import prefect_waymark.review.schedules as lifecycle
 
     # The module, not the flow that prefect_waymark.flows exports under the same name.
     run_plan_module = importlib.import_module("prefect_waymark.flows.run_plan")

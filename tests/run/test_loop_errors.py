@@ -31,7 +31,7 @@ def test_an_error_in_the_loop_releases_the_running_steps(
     from prefect_waymark.flows.plan_loop import PlanLoop
     from prefect_waymark.ledger import open_ledger
     from prefect_waymark.plan.loader import load_plan
-    from prefect_waymark.run.results import ResultAccess, default_result_storage
+    from prefect_waymark.results.storage import ResultAccess, default_result_storage
     from prefect_waymark.run.runtime import StepRuntime
 
     plan_path = write_plan(

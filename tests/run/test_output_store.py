@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prefect.filesystems import LocalFileSystem, RemoteFileSystem
 
-from prefect_waymark.run.output_store import OutputStore, output_key
+from prefect_waymark.results.outputs import OutputStore, output_key
 
 
 def _stored(tmp_path: Path, content: bytes) -> tuple[OutputStore, str]:

@@ -11,10 +11,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests._support.helpers import WAYMARK, write_plan
 from tests._support.resume_helpers import runs_of
 
 
+@pytest.mark.prefect  # waymark run starts a Prefect server of its own (no fixture)
 def test_a_dead_prefect_server_does_not_decide_the_outcome(tmp_path: Path) -> None:
     home = tmp_path / "prefect-home"  # this test's own server: waymark starts it, we kill it
     plan = write_plan(

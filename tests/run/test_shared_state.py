@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prefect_waymark.run.output_store import output_key
+from prefect_waymark.results.outputs import output_key
 from tests._support.helpers import run_cli, write_plan
 from tests._support.resume_helpers import runs_of
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from prefect_waymark.cli import app
 from prefect_waymark.flows.deployment import ENTRYPOINT
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
@@ -43,17 +45,15 @@ def test_bad_deploy_options_are_refused_before_prefect(
     tmp_path: Path, args: list[str], needle: str
 ) -> None:
     plan = write_plan(tmp_path, counting_chain("dep-bad", ["a"]))
-    proc = run_cli(
-        "deploy",
-        str(plan),
-        "--pool",
-        "nowhere",
-        *args,
-        env={"PREFECT_API_URL": "http://127.0.0.1:9/api"},
-    )  # never reached
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert needle in proc.stderr and "Traceback" not in proc.stderr
-    assert "hunter2" not in proc.stderr
+    # In process (typer's CliRunner): a refusal before Prefect needs no subprocess.
+    result = CliRunner().invoke(
+        app,
+        ["deploy", str(plan), "--pool", "nowhere", *args],
+        env={"PREFECT_API_URL": "http://127.0.0.1:9/api"},  # never reached
+    )
+    assert result.exit_code == 2, result.output
+    assert needle in result.stderr and "Traceback" not in result.stderr
+    assert "hunter2" not in result.output
 
 
 def _deployment(name: str) -> Any:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from prefect_waymark.cli import app
 from prefect_waymark.errors import TaskRunnerError
 from prefect_waymark.runners import DASK_INSTALL, check_task_runner
 from tests._support.helpers import run_cli, write_plan
@@ -35,13 +37,15 @@ def _plan(folder: Path) -> Path:
     ],
 )
 def test_bad_task_runner_exits_2_before_anything(
-    tmp_path: Path, args: list[str], said: str
+    tmp_path: Path, args: list[str], said: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = _plan(tmp_path)
-    proc = run_cli("run", str(plan), *args, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert said in proc.stderr
-    assert "Traceback" not in proc.stderr
+    monkeypatch.chdir(tmp_path)
+    # In process (typer's CliRunner): a refusal before anything needs no subprocess.
+    result = CliRunner().invoke(app, ["run", str(plan), *args])
+    assert result.exit_code == 2, result.output
+    assert said in result.stderr
+    assert "Traceback" not in result.stderr
     assert not (tmp_path / ".waymark" / "ledger.db").exists()
 
 

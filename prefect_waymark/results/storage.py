@@ -10,7 +10,7 @@ from prefect.blocks.core import Block
 from prefect.filesystems import LocalFileSystem, WritableFileSystem
 from prefect.results import ResultStore
 
-from .output_store import OutputStore
+from .outputs import OutputStore
 
 __all__ = ["ResultAccess", "StorageSpec", "as_storage", "default_result_storage"]
 

@@ -22,7 +22,7 @@ STANDS = "\n\nWhere it stands: "
 def _finished(result: str, ledger: Ledger, plan_id: str) -> str | None:
     """``complete``, ``aborted`` or ``closed`` (``waymark close``) when the plan has nothing
     left to schedule; else ``None``."""
-    from ..review.decisions import abort_event
+    from .decisions import abort_event
 
     if result == "closed":
         return "closed"

@@ -1,12 +1,13 @@
-"""Observers of a run: they watch it (e.g. keep a progress bar current) and never decide."""
+"""Observers of a run: they watch it (e.g. keep a progress bar current) and never decide (the
+guards beside them decide); they hear of the same points of a run."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..guards.base import GuardContext
     from ..plan.spec import StepSpec
+    from .base import GuardContext
 
 __all__ = ["RunObserver"]
 

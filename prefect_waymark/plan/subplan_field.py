@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import PlanError, PlanProblem
 
 if TYPE_CHECKING:
-    from ..plan.spec import PlanSpec
+    from .spec import PlanSpec
 
 __all__ = ["plan_step_problems", "resolve_subplans", "subplan_source"]
 

@@ -22,10 +22,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from ..hooks.claude_code import answer
-from ..hooks.decisions import Decision, decide
-from ..hooks.payload import EVENTS, HookInput, event_name, parse_payload
-from ..hooks.settings import resolve_settings
+from .claude_code import answer
+from .decisions import Decision, decide
+from .payload import EVENTS, HookInput, event_name, parse_payload
+from .settings import resolve_settings
 
 __all__ = ["hook_app"]
 

@@ -1,5 +1,8 @@
 """Lazy public names for the packages (``guards``, ``review``, ``run``, ``ledger``, ``plan``,
-``cli``): importing one module of a package loads no other, nor pydantic or Prefect."""
+``results``, ``cli``): importing one module of a package loads no other, nor pydantic or Prefect.
+
+At the package's top, below every room, since the doors (``__init__``) of rooms low and high
+use it."""
 
 from __future__ import annotations
 
