@@ -49,9 +49,8 @@ from ..review.suspend import (
 from ..run.env_settings import seconds_from_env
 from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
-from ..run.named_flow import waymark_flow  # named and tagged as it is created
 from ..run.observers import RunObserver
-from ..run.prefect_ui import final_state
+from ..run.prefect_ui import final_state, run_name
 from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
@@ -63,6 +62,7 @@ from ..runners.choice import loop_runner
 from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.ledger_handoff import handed_ledger
+from .json_flow import json_flow
 from .next_start import next_reason, waiting_reason
 from .plan_input import check_until, freeze_heap, load_plan_input, thaw_heap
 from .plan_loop import PlanLoop
@@ -77,7 +77,12 @@ REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
 AGENT_WAIT_ENV = "WAYMARK_AGENT_WAIT_SECONDS"
 
 
-@waymark_flow(name="waymark-run-plan", log_prints=True, validate_parameters=False)
+@json_flow(  # a `@flow` whose JSON parameters skip FastAPI's encoder (json_flow.py)
+    name="waymark-run-plan",
+    flow_run_name=run_name,  # named and tagged as it starts (run/prefect_ui.py)
+    log_prints=True,
+    validate_parameters=False,
+)
 def run_plan(
     plan: str | dict[str, Any] | PlanSpec,
     workdir: str | None = None,
