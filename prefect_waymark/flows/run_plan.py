@@ -35,6 +35,7 @@ from ..ledger.run_hashes import run_hash_fields
 from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers
 from ..markers.artifacts import run_observers
+from ..markers.concurrent_sends import RunSends
 from ..markers.plan_page_publish import PlanPage
 from ..models import utcnow
 from ..plan.spec import PlanSpec
@@ -157,6 +158,7 @@ def run_plan(
     storage = as_storage(result_storage) if result_storage else default_result_storage(wd)
     fr_id = flow_run.get_id()
     ledger = open_ledger(url)
+    sends = RunSends.begin()  # the thread pool of this run's artifact sends
     try:
         freeze_heap(spec)  # a big plan's objects out of the collector's way (plan_input.py)
         refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
@@ -247,6 +249,7 @@ def run_plan(
             wait = review_wait_seconds if suspend[1] is not None else agent_wait_seconds
             suspend_run(run, suspend, wait)
     finally:
+        sends.end()  # every send of this run done (or logged) before the run ends
         ledger.close()
         thaw_heap(spec)
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data

@@ -70,12 +70,14 @@ def test_a_run_is_named_and_tagged_and_its_artifacts_go_out_together(
     posts = sorted(
         json.loads(body)["key"].rsplit("-", 1)[-1]
         for m, _, thread, body in requests
-        if thread == "waymark-send" and m == "POST"
+        if thread.startswith("waymark-send") and m == "POST"
     )
     page_posts = [k for k in posts if k not in ("marker", "metrics", "progress", "steps")]
     assert len(page_posts) == 1, posts  # the plan page's version (its key ends in its copy)
     assert [k for k in posts if k not in page_posts] == ["marker", "metrics", "progress", "steps"]
-    updates = [p for m, p, thread, _ in requests if thread == "waymark-send" and m == "PATCH"]
+    updates = [
+        p for m, p, thread, _ in requests if thread.startswith("waymark-send") and m == "PATCH"
+    ]
     assert len(updates) in (1, 2) and all(p.startswith("/api/artifacts/") for p in updates)
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(UUID(fr))
@@ -89,8 +91,14 @@ def test_a_run_is_named_and_tagged_and_its_artifacts_go_out_together(
     assert next(a for a in found if (a.key or "").endswith("-progress")).data == 100.0
 
 
-def test_a_failed_send_is_logged_and_the_others_go_out(caplog: pytest.LogCaptureFixture) -> None:
-    from prefect_waymark.markers.concurrent_sends import Send, send_all, send_soon
+@pytest.mark.parametrize("in_run", [True, False], ids=["run's pool", "outside a run"])
+def test_a_failed_send_is_logged_and_the_others_go_out(
+    caplog: pytest.LogCaptureFixture, in_run: bool
+) -> None:
+    import contextlib
+    import time
+
+    from prefect_waymark.markers.concurrent_sends import RunSends, Send, send_all, send_soon
 
     calls: list[str] = []
 
@@ -101,11 +109,18 @@ def test_a_failed_send_is_logged_and_the_others_go_out(caplog: pytest.LogCapture
         calls.append("broken")
         raise RuntimeError("the server said no")
 
+    def slow(client: Any) -> None:
+        time.sleep(0.3)
+        calls.append("slow")
+
     log = logging.getLogger("test-sends")
-    send_soon(Send("progress not updated", ok("progress"), logging.WARNING), log)
-    with caplog.at_level(logging.WARNING, logger="test-sends"):
-        send_all([Send("marker not published", broken), Send("steps", ok("steps"))], log)
-    assert sorted(calls) == ["broken", "progress", "steps"]
+    with RunSends() if in_run else contextlib.nullcontext():
+        send_soon(Send("progress not updated", ok("progress"), logging.WARNING), log)
+        with caplog.at_level(logging.WARNING, logger="test-sends"):
+            send_all([Send("marker not published", broken), Send("steps", ok("steps"))], log)
+        assert sorted(calls) == ["broken", "progress", "steps"]
+        send_soon(Send("late", slow), log)  # waited for as the run ends
+    assert calls[-1] == "slow"
     errors = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "test-sends"]
     assert errors == [(logging.ERROR, "marker not published: the server said no")]
 
