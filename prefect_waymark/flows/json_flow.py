@@ -4,7 +4,7 @@ Prefect sends a flow run's parameters through :meth:`~prefect.Flow.serialize_par
 ``jsonable_encoder`` returns a path, a number or a flag unchanged but imports FastAPI on its first
 call (~0.08 s of every ``waymark run`` here). :class:`JsonFlow` overrides that one public method:
 values made of JSON's own types go as they are, anything else through Prefect's. It is created,
-named, tagged and run as any ``@flow``.
+named, tagged and run as any ``@flow``; :func:`waymark_flow` names and tags ``run_plan``'s runs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
     from prefect.futures import PrefectFuture
 
-__all__ = ["JsonFlow", "json_flow"]
+__all__ = ["JsonFlow", "json_flow", "waymark_flow"]
 
 _SCALARS = (str, int, float, bool, type(None))
 _NOT_JSON = object()
@@ -80,3 +80,11 @@ def json_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:
         return JsonFlow(fn=fn, **options)
 
     return wrap
+
+
+def waymark_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:
+    """``@flow(**options)`` as a :class:`JsonFlow` whose runs Prefect names and tags as they
+    start (``flow_run_name``: :func:`~prefect_waymark.run.prefect_ui.run_name`)."""
+    from ..run.prefect_ui import run_name
+
+    return json_flow(flow_run_name=run_name, **options)

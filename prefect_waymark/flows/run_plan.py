@@ -51,7 +51,7 @@ from ..run.env_settings import seconds_from_env
 from ..run.identity import flow_executor
 from ..run.log_filters import install_log_filters
 from ..run.observers import RunObserver
-from ..run.prefect_ui import final_state, run_name
+from ..run.prefect_ui import final_state
 from ..run.preflight import preflight_paths, results_folder
 from ..run.results import ResultAccess, StorageSpec, as_storage, default_result_storage
 from ..run.resume import prepare_resume
@@ -63,7 +63,7 @@ from ..runners.choice import loop_runner
 from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.ledger_handoff import handed_ledger
-from .json_flow import json_flow
+from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
 from .next_start import next_reason, waiting_reason
 from .plan_input import check_until, freeze_heap, load_plan_input, thaw_heap
 from .plan_loop import PlanLoop
@@ -78,12 +78,7 @@ REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
 AGENT_WAIT_ENV = "WAYMARK_AGENT_WAIT_SECONDS"
 
 
-@json_flow(  # a `@flow` whose JSON parameters skip FastAPI's encoder (json_flow.py)
-    name="waymark-run-plan",
-    flow_run_name=run_name,  # named and tagged as it starts (run/prefect_ui.py)
-    log_prints=True,
-    validate_parameters=False,
-)
+@waymark_flow(name="waymark-run-plan", log_prints=True, validate_parameters=False)
 def run_plan(
     plan: str | dict[str, Any] | PlanSpec,
     workdir: str | None = None,
@@ -157,8 +152,7 @@ def run_plan(
         preflight_paths(ledger_url=url, results=results_folder(result_storage, wd), markers=folder)
     storage = as_storage(result_storage) if result_storage else default_result_storage(wd)
     fr_id = flow_run.get_id()
-    ledger = open_ledger(url)
-    sends = RunSends.begin()  # the thread pool of this run's artifact sends
+    ledger, sends = open_ledger(url), RunSends.begin()  # sends: the run's artifacts' threads
     try:
         freeze_heap(spec)  # a big plan's objects out of the collector's way (plan_input.py)
         refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
@@ -275,8 +269,7 @@ def _run_steps(
     spec, ledger, logger = run.spec, run.ledger, run.logger
     start_states = states  # ``start_view`` (if given) is the view of these very states
     deployed = bool(run.flow_run_id) and in_deployment_run()
-    # Given storage (not the workdir default) keeps the declared outputs too.
-    results = ResultAccess(storage, keep_outputs=run.keeps_outputs)
+    results = ResultAccess(storage, keep_outputs=run.keeps_outputs)  # given storage: outputs too
     report = prepare_resume(ledger, spec, run.run_id)
     for sid in report.interrupted:
         logger.warning("step %s was left in_progress by a dead run: running it again", sid)
@@ -298,8 +291,7 @@ def _run_steps(
         ]
     )
     gate.on_answer.append(reanchor.reload_accepted)
-    # The resumed execution of a suspended run applies its answer before the loop reads states.
-    if deployed and run.flow_run_id:  # the resumed execution of a suspended run?
+    if deployed and run.flow_run_id:  # a suspended run resumed: its answer, before the loop
         resumed = open_suspension(
             ledger.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)), run.flow_run_id
         )
