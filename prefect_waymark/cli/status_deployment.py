@@ -87,7 +87,8 @@ def _read(api: str, deployment_id: str) -> dict[str, Any]:
             sort=FlowRunSort.EXPECTED_START_TIME_ASC,
             limit=1,
         )
-    start = runs[0].expected_start_time if runs else None
+    # As the API's JSON says it (``...Z``), which ``--json`` printed before.
+    start = runs[0].model_dump(mode="json")["expected_start_time"] if runs else None
     return {
         "name": f"{flow_name}/{dep.name}",
         "paused": bool(dep.paused),
@@ -95,7 +96,7 @@ def _read(api: str, deployment_id: str) -> dict[str, Any]:
             {"schedule": describe_schedule(s.schedule), "active": bool(s.active)}
             for s in dep.schedules or []
         ],
-        "next_run": start.isoformat() if start is not None else None,
+        "next_run": start,
     }
 
 
