@@ -152,7 +152,7 @@ def run_plan(
         preflight_paths(ledger_url=url, results=results_folder(result_storage, wd), markers=folder)
     storage = as_storage(result_storage) if result_storage else default_result_storage(wd)
     fr_id = flow_run.get_id()
-    ledger, sends = open_ledger(url), RunSends.begin()  # sends: the run's artifacts' threads
+    ledger, sends = open_ledger(url), RunSends()  # sends: the run's artifacts' threads
     try:
         freeze_heap(spec)  # a big plan's objects out of the collector's way (plan_input.py)
         refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing

@@ -22,8 +22,7 @@ import contextvars
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from types import TracebackType
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -48,40 +47,27 @@ class Send:
     logger: Logger | None = None
 
 
-@dataclass
 class RunSends:
-    """The thread pool of one run's sends (a sub-plan's run has its own): :meth:`begin` as the
-    run starts, :meth:`end` (waits for every send) as it ends; or ``with RunSends():``."""
+    """The thread pool of one run's sends (a sub-plan's run has its own), this context's from
+    its creation as the run starts to :meth:`end` (which waits for every send); or ``with``."""
 
-    pool: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(_WORKERS, thread_name_prefix="waymark-send")
-    )
-    soon: list[Future[None]] = field(default_factory=list)  # send_soon's, not waited for yet
-    _token: contextvars.Token[RunSends | None] | None = None
-
-    @classmethod
-    def begin(cls) -> RunSends:
-        return cls().__enter__()
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="waymark-send")
+        self.soon: list[Future[None]] = []  # send_soon's, not waited for yet
+        self._token = _current.set(self)
 
     def end(self) -> None:
-        if self._token is not None:
-            _current.reset(self._token)
-            self._token = None
+        _current.reset(self._token)
         self.pool.shutdown(wait=True)
 
     def __enter__(self) -> RunSends:
-        self._token = _current.set(self)
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.end()
 
 
-_current: contextvars.ContextVar[RunSends | None] = contextvars.ContextVar(
-    "waymark_run_sends", default=None
-)
+_current: contextvars.ContextVar[RunSends | None] = contextvars.ContextVar("waymark_sends")
 
 
 def _logged(send: Send, client: SyncPrefectClient, logger: Logger) -> Callable[[], None]:
@@ -106,7 +92,7 @@ def send_soon(send: Send, logger: Logger) -> Future[None]:
     """Start ``send`` now; the next :func:`send_all` or :func:`wait_sent` waits for it (or the
     future returned, sooner). Outside a run's :class:`RunSends`: sent before this returns."""
     call = _logged(send, _client(), logger)
-    sends = _current.get()
+    sends = _current.get(None)
     if sends is None:
         done: Future[None] = Future()
         call()
@@ -119,7 +105,7 @@ def send_soon(send: Send, logger: Logger) -> Future[None]:
 
 def wait_sent() -> None:
     """Wait for the sends :func:`send_soon` started in this run."""
-    sends = _current.get()
+    sends = _current.get(None)
     if sends is not None:
         started, sends.soon = sends.soon, []
         wait(started)
@@ -136,9 +122,9 @@ def send_all(
             meanwhile()
         wait_sent()
         return
-    run = _current.get()
+    run = _current.get(None)
     scope = contextlib.nullcontext(run) if run is not None else RunSends()
-    with _client() as client, scope as own:  # outside a flow run: one client, closed after
+    with scope as own, _client() as client:  # outside a flow run: one client, closed after
         futures = [own.pool.submit(_logged(send, client, logger)) for send in sends]
         try:
             if meanwhile is not None:
