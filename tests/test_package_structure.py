@@ -178,6 +178,7 @@ def test_no_import_cycles() -> None:
 #: a room imports only rooms before it here (at module level, in functions, for type checks).
 ROOMS = [
     "errors",  # the one error tree
+    "_files",  # one atomic file write (imports nothing of the package)
     "models",  # the domain records
     "_lazy",  # the rooms' lazy exports (their ``__init__`` doors use it)
     "resolvers",  # state refs: read a file, a URL, a git ref, a query
@@ -209,7 +210,7 @@ UP_ALLOWED = {
     # The one light enum of step statuses; models re-exports it (ledger/ reads it without
     # pydantic): it moves into models when the ledger no longer needs a light path.
     ("models", "ledger.statuses"),
-    # Run and find the local Prefect server (being rewritten onto Prefect's own commands).
+    # Find the local Prefect server (started and stopped by Prefect's own commands).
     ("markers.checkin_artifacts", "run.local_server"),
     ("review.suspend", "run.local_server"),
     # A closed plan's views say nothing is next: reading the close belongs below the markers.
@@ -217,8 +218,6 @@ UP_ALLOWED = {
     # The review form links the plan page; a review's reasons say "2 hours ago".
     ("review.gate", "markers.plan_copy"),
     ("review.reasons", "markers.human_time"),
-    # Declared outputs restored with the markers' atomic write (one atomic write, lower, to come).
-    ("results.outputs", "markers.generated_files"),
 }
 
 

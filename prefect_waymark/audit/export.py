@@ -4,13 +4,12 @@ streamed page by page; to a file through a temporary file renamed into place."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .._files.atomic import atomic_file
 from ..ledger.plan_archive import PlanArchive
 from ..ledger.urls import shown_url
 from .records import event_line, header_line, receipt_line
@@ -75,14 +74,5 @@ def write_export(lines: Iterator[dict[str, Any]], out: BinaryIO) -> int:
 def write_export_file(lines: Iterator[dict[str, Any]], path: Path) -> int:
     """Write to a temporary file beside ``path``, fsync it, rename it to ``path``: a reader
     never sees half an export, and a failure leaves no file behind."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            n = write_export(lines, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+    with atomic_file(path, fsync=True) as out:  # the owner's only (0600), as it always was
+        return write_export(lines, out)

@@ -10,12 +10,11 @@ losing it only means one run reports no between-runs changes.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files.atomic import atomic_file
 from .ignore import Ignore
 from .manifest import Cut, Entry, Manifest
 
@@ -86,14 +85,5 @@ def write_manifest(
     }
     target = manifest_file(workdir, plan_id)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".manifest.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_file(target) as fh:  # the owner's only (0600), no fsync: the next run redoes it
+        fh.write(json.dumps(doc, separators=(",", ":")).encode("utf-8"))

@@ -74,8 +74,8 @@ def run_from_cli(
     executor = executor or default_executor()
     since = datetime.now(timezone.utc)
     try:
-        # The flow run is created named and tagged (run/named_flow.py): `prefect.tags(...)` here
-        # would tag every step's task run too: Prefect spends a concurrency call per tagged task.
+        # The flow run names and tags itself (run/prefect_ui.py `run_name`): `prefect.tags(...)`
+        # here would tag every step's task run too: a concurrency call per tagged task run.
         state = run_plan(
             plan=str(plan_path),
             workdir=str(workdir),

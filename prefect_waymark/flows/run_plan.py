@@ -37,6 +37,7 @@ from ..ledger.run_hashes import run_hash_fields
 from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers
 from ..markers.artifacts import run_observers
+from ..markers.concurrent_sends import RunSends
 from ..markers.plan_page_publish import PlanPage
 from ..models import utcnow
 from ..plan.spec import PlanSpec
@@ -52,7 +53,6 @@ from ..review.suspend import (
 )
 from ..run.env_settings import seconds_from_env
 from ..run.log_filters import install_log_filters
-from ..run.named_flow import waymark_flow  # named and tagged as it is created
 from ..run.prefect_ui import final_state
 from ..run.preflight import preflight_paths, results_folder
 from ..run.resume import prepare_resume
@@ -65,6 +65,7 @@ from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fie
 from ..subplans.ledger_handoff import handed_ledger
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
+from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
 from .next_start import next_reason, waiting_reason
 from .plan_input import check_until, load_plan_input
 from .plan_loop import PlanLoop
@@ -153,7 +154,7 @@ def run_plan(
         preflight_paths(ledger_url=url, results=results_folder(result_storage, wd), markers=folder)
     storage = as_storage(result_storage) if result_storage else default_result_storage(wd)
     fr_id = flow_run.get_id()
-    ledger = open_ledger(url)
+    ledger, sends = open_ledger(url), RunSends()  # sends: the run's artifacts' threads
     try:
         refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
         if not checked:  # refuse before anything is recorded
@@ -243,6 +244,7 @@ def run_plan(
             wait = review_wait_seconds if suspend[1] is not None else agent_wait_seconds
             suspend_run(run, suspend, wait)
     finally:
+        sends.end()  # every send of this run done (or logged) before the run ends
         ledger.close()
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
@@ -267,8 +269,7 @@ def _run_steps(
     spec, ledger, logger = run.spec, run.ledger, run.logger
     start_states = states  # ``start_view`` (if given) is the view of these very states
     deployed = bool(run.flow_run_id) and in_deployment_run()
-    # Given storage (not the workdir default) keeps the declared outputs too.
-    results = ResultAccess(storage, keep_outputs=run.keeps_outputs)
+    results = ResultAccess(storage, keep_outputs=run.keeps_outputs)  # given storage: outputs too
     report = prepare_resume(ledger, spec, run.run_id)
     for sid in report.interrupted:
         logger.warning("step %s was left in_progress by a dead run: running it again", sid)
@@ -290,8 +291,7 @@ def _run_steps(
         ]
     )
     gate.on_answer.append(reanchor.reload_accepted)
-    # The resumed execution of a suspended run applies its answer before the loop reads states.
-    if deployed and run.flow_run_id:  # the resumed execution of a suspended run?
+    if deployed and run.flow_run_id:  # a suspended run resumed: its answer, before the loop
         resumed = open_suspension(
             ledger.events(spec.plan_id, kinds=list(SUSPENSION_EVENT_KINDS)), run.flow_run_id
         )

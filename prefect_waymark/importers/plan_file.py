@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from .._files.atomic import atomic_file, file_mode
 from ..plan.reading import MAX_PLAN_BYTES
 from .source import source_error
 
@@ -105,9 +106,5 @@ def write_plan_file(out: Path, text: str) -> None:
     """Write the plan file whole or not at all (a temporary file renamed over it), as UTF-8
     bytes with ``\n`` line ends on every platform (what :func:`is_written` compares)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(text.encode("utf-8"))
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_file(out, mode=file_mode()) as fh:  # the umask's mode, as open() gives
+        fh.write(text.encode("utf-8"))

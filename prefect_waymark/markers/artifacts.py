@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -276,7 +276,7 @@ class ProgressArtifact(RunObserver):
         self._total = 0
         self._copy: PlanCopy | None = None
         self._paused: str | None = None
-        self._creating: threading.Thread | None = None
+        self._creating: Future[None] | None = None
         self._gate = gate
         if gate is not None:
             self._copy = plan_copy(gate.plan.plan_id, gate.ledger, workdir or "")
@@ -326,7 +326,7 @@ class ProgressArtifact(RunObserver):
     def _created(self) -> None:
         """Wait for the artifact's creation, if it is under way."""
         if self._creating is not None:
-            self._creating.join()
+            self._creating.result()
             self._creating = None
 
     def run_started(self, ctx: GuardContext) -> None:

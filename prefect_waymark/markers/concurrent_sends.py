@@ -2,35 +2,38 @@
 
 At a run's end the progress bar, the marker, the steps table, the metrics table and the plan
 page are independent requests (~25 ms each here). The caller renders each one in its own thread
-(the ledger's connection stays there) and hands over the request only; each is sent from a
-thread of its own, through the flow run's client (one connection pool, shared) with the
-caller's context (the flow run's ids). A failed request is logged, never raised: the UI's copy
-must not fail the run (the ledger holds the record).
+(the ledger's connection stays there) and hands over the request only; each is sent from the
+run's thread pool (:class:`RunSends`, one per run, waited for as the run ends), through the flow
+run's client (one connection pool, shared) with the caller's context (the flow run's ids). A
+failed request is logged, never raised: the UI's copy must not fail the run (the ledger holds
+the record).
 
 :func:`send_soon` starts a request now and lets the next :func:`send_all` (or
 :func:`wait_sent`) wait for it: the progress bar's and the plan page's first versions go out as
 the first step runs, the progress bar's last update while the run writes its last records.
+Outside a run's :class:`RunSends`, :func:`send_soon` sends at once and :func:`send_all` uses a
+pool of its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
-import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
 
-__all__ = ["Send", "send_all", "send_soon", "wait_sent"]
+__all__ = ["RunSends", "Send", "send_all", "send_soon", "wait_sent"]
 
 Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
-#: Sends started by :func:`send_soon` and not waited for yet.
-_pending: list[threading.Thread] = []
-_pending_lock = threading.Lock()
+#: More than a run has under way at once (its end's five, the progress bar's, the page's).
+_WORKERS = 8
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,31 @@ class Send:
     logger: Logger | None = None
 
 
-def _start(send: Send, client: SyncPrefectClient, logger: Logger) -> threading.Thread:
-    context = contextvars.copy_context()  # one copy per thread: a context is entered once
+class RunSends:
+    """The thread pool of one run's sends (a sub-plan's run has its own), this context's from
+    its creation as the run starts to :meth:`end` (which waits for every send); or ``with``."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="waymark-send")
+        self.soon: list[Future[None]] = []  # send_soon's, not waited for yet
+        self._token = _current.set(self)
+
+    def end(self) -> None:
+        _current.reset(self._token)
+        self.pool.shutdown(wait=True)
+
+    def __enter__(self) -> RunSends:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+
+_current: contextvars.ContextVar[RunSends | None] = contextvars.ContextVar("waymark_sends")
+
+
+def _logged(send: Send, client: SyncPrefectClient, logger: Logger) -> Callable[[], None]:
+    context = contextvars.copy_context()  # one copy per send: a context is entered once
 
     def run() -> None:
         try:
@@ -53,9 +79,7 @@ def _start(send: Send, client: SyncPrefectClient, logger: Logger) -> threading.T
         except Exception as exc:  # noqa: BLE001 - the UI's copy must not fail the run
             (send.logger or logger).log(send.level, "%s: %s", send.what, exc)
 
-    thread = threading.Thread(target=run, name="waymark-send", daemon=True)
-    thread.start()
-    return thread
+    return run
 
 
 def _client() -> SyncPrefectClient:
@@ -64,41 +88,47 @@ def _client() -> SyncPrefectClient:
     return get_client(sync_client=True)  # in a flow run: its client, started already
 
 
-def send_soon(send: Send, logger: Logger) -> threading.Thread:
-    """Start ``send`` now; the next :func:`send_all` or :func:`wait_sent` waits for it (join
-    the thread returned to wait for it sooner)."""
-    thread = _start(send, _client(), logger)
-    with _pending_lock:
-        _pending.append(thread)
-    return thread
+def send_soon(send: Send, logger: Logger) -> Future[None]:
+    """Start ``send`` now; the next :func:`send_all` or :func:`wait_sent` waits for it (or the
+    future returned, sooner). Outside a run's :class:`RunSends`: sent before this returns."""
+    call = _logged(send, _client(), logger)
+    sends = _current.get(None)
+    if sends is None:
+        done: Future[None] = Future()
+        call()
+        done.set_result(None)
+        return done
+    future = sends.pool.submit(call)
+    sends.soon.append(future)
+    return future
 
 
 def wait_sent() -> None:
-    """Wait for the sends :func:`send_soon` started."""
-    with _pending_lock:
-        threads = list(_pending)
-        _pending.clear()
-    for thread in threads:
-        thread.join()
+    """Wait for the sends :func:`send_soon` started in this run."""
+    sends = _current.get(None)
+    if sends is not None:
+        started, sends.soon = sends.soon, []
+        wait(started)
 
 
 def send_all(
     sends: Sequence[Send], logger: Logger, meanwhile: Callable[[], Any] | None = None
 ) -> None:
-    """Send each request from a thread of its own (``meanwhile``, if given, runs in this
-    thread as they go); return when all (and the sends started with :func:`send_soon`) are
-    done. Failures are logged."""
+    """Send the requests side by side (``meanwhile``, if given, runs in this thread as they
+    go); return when all (and the sends started with :func:`send_soon`) are done. Failures are
+    logged."""
     if not sends:
         if meanwhile is not None:
             meanwhile()
         wait_sent()
         return
-    with _client() as client:  # outside a flow run: one client for these, closed after
-        threads = [_start(send, client, logger) for send in sends]
+    run = _current.get(None)
+    scope = contextlib.nullcontext(run) if run is not None else RunSends()
+    with scope as own, _client() as client:  # outside a flow run: one client, closed after
+        futures = [own.pool.submit(_logged(send, client, logger)) for send in sends]
         try:
             if meanwhile is not None:
                 meanwhile()
         finally:
-            for thread in threads:
-                thread.join()
+            wait(futures)
             wait_sent()

@@ -1,4 +1,5 @@
-"""Files waymark generates beside the plan: written atomically, never over a file it did not write.
+"""Files waymark generates beside the plan: written atomically (``prefect_waymark._files.atomic``),
+never over a file it did not write.
 
 Markdown files start with ``GENERATED_LINE``; ``EXECUTION_MARKER.json`` starts with a
 ``"generated_by"`` member. A file of the same name without that first line is someone else's.
@@ -6,10 +7,9 @@ Markdown files start with ``GENERATED_LINE``; ``EXECUTION_MARKER.json`` starts w
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
+from .._files.atomic import atomic_write, file_mode
 from ..errors import MarkerFileError
 
 __all__ = [
@@ -52,38 +52,3 @@ def check_writable(paths: list[Path]) -> None:
             "not waymark's generated line). Move it away, or choose another folder for "
             "waymark's files with --markers-dir."
         )
-
-
-def file_mode() -> int:
-    """0666 less the process's umask: the mode any other new file of this process gets. Read
-    from /proc (Linux) so no thread ever sees the umask changed; elsewhere set and restored."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write via a temp file in the same folder + fsync + rename: old content or new, never
-    partial, even if the process is killed mid-write; the file gets the umask's mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fchmod(fh.fileno(), file_mode())  # mkstemp's 0600 -> what open() would give
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

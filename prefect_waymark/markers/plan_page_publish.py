@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -84,7 +85,7 @@ class PlanPagePublisher:
         self.run_id = run_id
         self.copy: PlanCopy = plan_copy(plan.plan_id, ledger, str(workdir))
         self.artifact_id: UUID | None = None
-        self._creating: threading.Thread | None = None  # publish(soon=True) under way
+        self._creating: Future[None] | None = None  # publish(soon=True) under way
         self._contract: GoalContract | None = None
         self._contract_read = False
 
@@ -171,7 +172,7 @@ class PlanPagePublisher:
     def created(self) -> None:
         """Wait for this run's version to be created, if that is under way."""
         if self._creating is not None:
-            self._creating.join()
+            self._creating.result()
             self._creating = None
 
 

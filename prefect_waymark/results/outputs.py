@@ -85,7 +85,7 @@ class OutputStore:
             return False
         if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha:
             return False
-        from ..markers.generated_files import atomic_write
+        from .._files.atomic import atomic_write
 
         try:
             atomic_write(resolved, data)

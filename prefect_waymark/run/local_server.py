@@ -1,10 +1,18 @@
-"""A local ``prefect server start`` that waymark starts once and every later run reuses.
+"""A local Prefect server that waymark starts once and every later run reuses.
 
 Why: with no ``PREFECT_API_URL`` Prefect starts an ephemeral server inside each process. On a
 2-core machine its first start takes ~28 s (longer than Prefect's default startup timeout) and
 its shutdown logs "Error flushing N events" tracebacks, losing the last task run's record in the
 UI. A long-running local server starts once (its state lives in ``$PREFECT_HOME``), serves the UI
 and receives every event. ``waymark server stop`` ends it.
+
+Prefect's own ``prefect server start --background`` starts it and ``prefect server stop`` stops
+it (both find the server by the ``server.pid`` they keep in ``$PREFECT_HOME``). Around them
+waymark keeps what they do not do: a free port chosen, the UI pointed at this server's API,
+waiting until the server answers, the server's address recorded (``waymark-server.json``) so
+that later runs find it, one start at a time (a lock), and waiting until a stopped server is
+gone. Prefect's background server writes its output to a pipe that closes when the start
+command ends: it keeps no log (``prefect server start --port N`` in the foreground shows one).
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ __all__ = [
 ]
 
 STARTUP_TIMEOUT = float(os.environ.get("WAYMARK_SERVER_STARTUP_TIMEOUT", "300"))
+#: Where ``prefect server start --background`` keeps its server's pid, in ``$PREFECT_HOME``.
+PID_FILE = "server.pid"
 
 
 @dataclass(frozen=True)
@@ -148,10 +158,54 @@ def ui_api_url(info: ServerInfo, timeout: float = 5.0) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def _prefect(*args: str, env: dict[str, str], log: Path) -> int:
+    """Run ``prefect <args>`` in a session of its own (a Ctrl-C of this run never reaches the
+    server it starts); its output goes to ``log``. Returns its exit code."""
+    with open(log, "ab") as out:
+        return subprocess.run(
+            [*_prefect_cmd(), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            check=False,
+        ).returncode
+
+
+def _alive(pid: int) -> bool:
+    """The process runs (a zombie waiting to be reaped does not)."""
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
+    except ProcessLookupError:
+        return False
+    except OSError:  # not ours to signal, or no /proc: it runs
+        return True
+
+
+def _server_pid(home: Path) -> int | None:
+    try:
+        return int((home / PID_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.2)
+
+
 def ensure_local_server(
     *, echo: bool = False, timeout: float = STARTUP_TIMEOUT, port: int | None = None
 ) -> ServerInfo:
-    """Return the running local server, starting one (detached) if there is none."""
+    """Return the running local server, starting one (``prefect server start --background``)
+    if there is none."""
     with _lock():
         found = find_local_server()
         if found is not None:
@@ -161,60 +215,51 @@ def ensure_local_server(
         api_url = f"http://127.0.0.1:{port}/api"
         log_path = home / "waymark-server.log"
         env = _server_env(home, port, api_url)
+        if (old := _server_pid(home)) is not None and not _alive(old):  # Prefect's start
+            (home / PID_FILE).unlink(missing_ok=True)  # refuses while its pid file is there
         if echo:
-            print(
-                f"starting a local Prefect server on {api_url} (log: {log_path})", file=sys.stderr
-            )
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                [*_prefect_cmd(), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
+            print(f"starting a local Prefect server on {api_url}", file=sys.stderr)
+        start = ("server", "start", "--background", "--host", "127.0.0.1", "--port", str(port))
+        code = _prefect(*start, env=env, log=log_path)
+        pid = _server_pid(home)
+        if code != 0 or pid is None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise WaymarkError(
+                f"`prefect server start --background` failed (exit {code}); log tail:\n{tail}"
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                tail = log_path.read_text(errors="replace")[-2000:]
+            if not _alive(pid):
+                (home / PID_FILE).unlink(missing_ok=True)
                 raise WaymarkError(
-                    f"the local Prefect server exited with code {proc.returncode}; "
-                    f"log tail:\n{tail}"
+                    f"the local Prefect server (pid {pid}) exited before it answered; "
+                    f"`prefect server start --port {port}` in the foreground shows why"
                 )
             if _healthy(api_url):
-                info = ServerInfo(proc.pid, port, api_url, f"http://127.0.0.1:{port}", str(home))
+                info = ServerInfo(pid, port, api_url, f"http://127.0.0.1:{port}", str(home))
                 _state_file().write_text(json.dumps(asdict(info)))
                 return info
             time.sleep(0.5)
-        os.killpg(proc.pid, signal.SIGTERM)
+        _prefect("server", "stop", env=env, log=log_path)
         raise WaymarkError(
-            f"the local Prefect server did not answer within {timeout:.0f}s (log: {log_path}); "
+            f"the local Prefect server did not answer within {timeout:.0f}s; "
             "raise WAYMARK_SERVER_STARTUP_TIMEOUT"
         )
 
 
 def stop_local_server(timeout: float = 30.0) -> bool:
-    """Stop the server waymark started for this ``PREFECT_HOME``; False if none was running."""
+    """Stop the server waymark started for this ``PREFECT_HOME`` (``prefect server stop``) and
+    wait until it is gone; False if none was running."""
     with _lock():
         try:
             info = ServerInfo(**json.loads(_state_file().read_text()))
         except (OSError, ValueError, TypeError):
             return False
         _state_file().unlink(missing_ok=True)
-        try:
-            os.killpg(info.pid, signal.SIGTERM)
-        except ProcessLookupError:
+        if not _alive(info.pid):
+            (Path(info.home) / PID_FILE).unlink(missing_ok=True)
             return False
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(info.pid, 0)
-            except ProcessLookupError:
-                return True
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(info.pid, os.WNOHANG)
-            time.sleep(0.2)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(info.pid, signal.SIGKILL)
+        env = {**os.environ, "PREFECT_HOME": info.home}
+        _prefect("server", "stop", env=env, log=Path(info.home) / "waymark-server.log")
+        _wait_gone(info.pid, timeout)  # then SIGKILL: it had its SIGTERM
         return True

@@ -99,10 +99,11 @@ def _plan_id(plan: Any) -> str:
 
 
 def run_name() -> str:
-    """``run_plan``'s ``flow_run_name``: Prefect calls it when a flow run that exists already
-    starts (a deployment's run, a sub-plan's subflow), with the run's parameters in
-    :mod:`prefect.runtime`. A run that lacks the plan's tags gets them here. A top-level call
-    (``waymark run``, a Python call) creates its flow run with both (:mod:`.named_flow`)."""
+    """``run_plan``'s ``flow_run_name``: Prefect calls it as every flow run of it starts
+    (``waymark run``, a Python call, a deployment's run, a sub-plan's subflow), with the run's
+    parameters in :mod:`prefect.runtime`, and sets the name it returns. A run that lacks the
+    plan's tags gets them here: a ``prefect.tags(...)`` around the call would tag every step's
+    task run too, and Prefect spends a concurrency call per tagged task run."""
     from prefect.context import FlowRunContext
     from prefect.runtime import flow_run
 

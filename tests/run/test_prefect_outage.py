@@ -56,7 +56,7 @@ def test_a_dead_prefect_server_does_not_decide_the_outcome(tmp_path: Path) -> No
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.2)
         server_pid = json.loads((home / "waymark-server.json").read_text())["pid"]
-        os.killpg(server_pid, signal.SIGKILL)
+        os.kill(server_pid, signal.SIGKILL)
         killed_at = time.monotonic()
         (tmp_path / "go").touch()
         code = proc.wait(timeout=600)
@@ -66,7 +66,7 @@ def test_a_dead_prefect_server_does_not_decide_the_outcome(tmp_path: Path) -> No
             os.killpg(proc.pid, signal.SIGKILL)
         if server_pid is not None:
             try:
-                os.killpg(server_pid, signal.SIGKILL)
+                os.kill(server_pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
     text = log.read_text(errors="replace")

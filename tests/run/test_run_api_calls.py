@@ -1,7 +1,7 @@
-"""What a run costs in Prefect API calls: a top-level ``run_plan`` call creates its flow run
-named and tagged (no PATCH of the name or the tags, no lookup of the server's default result
-storage for the naming), and the run's last artifacts go out side by side, every one of them
-still there; a request that fails is logged, the others go out and the run is not failed."""
+"""What a run costs in Prefect API calls: a top-level ``run_plan`` call creates one flow run,
+named (Prefect's ``flow_run_name``) and tagged once each, and the run's last artifacts go out
+side by side, every one of them still there; a request that fails is logged, the others go out
+and the run is not failed."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def requests() -> Iterator[list[tuple[str, str, str, bytes]]]:
         httpx.Client.send = original  # type: ignore[method-assign]
 
 
-def test_a_run_is_created_named_and_its_artifacts_go_out_together(
+def test_a_run_is_named_and_tagged_and_its_artifacts_go_out_together(
     prefect_server: str, tmp_path: Path, requests: list[tuple[str, str, str, bytes]]
 ) -> None:
     from prefect.client.orchestration import get_client
@@ -55,13 +55,13 @@ def test_a_run_is_created_named_and_its_artifacts_go_out_together(
         json.loads(body) for m, p, _, body in requests if (m, p) == ("POST", "/api/flow_runs/")
     ]
     assert len(created) == 1
-    assert created[0]["name"].startswith("calls · tester · "), created[0]["name"]
-    assert {"waymark", "plan:calls"} <= set(created[0]["tags"])
     patches = [
         json.loads(b) for m, p, _, b in requests if (m, p) == ("PATCH", f"/api/flow_runs/{fr}")
     ]
-    assert not [p for p in patches if "name" in p or p.get("tags")], patches
-    assert sum(1 for _, p, _, _ in requests if p == "/api/admin/storage") <= 1  # Prefect's own
+    named = [p["name"] for p in patches if "name" in p]  # Prefect's flow_run_name, once
+    tagged = [p["tags"] for p in patches if p.get("tags")]  # the plan's tags, once
+    assert len(named) == 1 and named[0].startswith("calls · tester · "), patches
+    assert len(tagged) == 1 and {"waymark", "plan:calls"} <= set(tagged[0]), patches
 
     # Side by side: the progress bar's and the plan page's creation (as the run starts, while
     # the first step runs) and, at its end, the marker, steps and metrics tables, the plan
@@ -70,27 +70,35 @@ def test_a_run_is_created_named_and_its_artifacts_go_out_together(
     posts = sorted(
         json.loads(body)["key"].rsplit("-", 1)[-1]
         for m, _, thread, body in requests
-        if thread == "waymark-send" and m == "POST"
+        if thread.startswith("waymark-send") and m == "POST"
     )
     page_posts = [k for k in posts if k not in ("marker", "metrics", "progress", "steps")]
     assert len(page_posts) == 1, posts  # the plan page's version (its key ends in its copy)
     assert [k for k in posts if k not in page_posts] == ["marker", "metrics", "progress", "steps"]
-    updates = [p for m, p, thread, _ in requests if thread == "waymark-send" and m == "PATCH"]
+    updates = [
+        p for m, p, thread, _ in requests if thread.startswith("waymark-send") and m == "PATCH"
+    ]
     assert len(updates) in (1, 2) and all(p.startswith("/api/artifacts/") for p in updates)
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(UUID(fr))
         found = client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(fr)]))
         )
-    assert run.name == created[0]["name"] and {"waymark", "plan:calls"} <= set(run.tags)
+    assert run.name == named[0] and {"waymark", "plan:calls"} <= set(run.tags)
     suffixes = sorted((a.key or "").rsplit("-", 1)[-1] for a in found)
     assert len(found) == 5 and suffixes[1:] == ["marker", "metrics", "progress", "steps"]
     assert suffixes[0] == page_posts[0]
     assert next(a for a in found if (a.key or "").endswith("-progress")).data == 100.0
 
 
-def test_a_failed_send_is_logged_and_the_others_go_out(caplog: pytest.LogCaptureFixture) -> None:
-    from prefect_waymark.markers.concurrent_sends import Send, send_all, send_soon
+@pytest.mark.parametrize("in_run", [True, False], ids=["run's pool", "outside a run"])
+def test_a_failed_send_is_logged_and_the_others_go_out(
+    caplog: pytest.LogCaptureFixture, in_run: bool
+) -> None:
+    import contextlib
+    import time
+
+    from prefect_waymark.markers.concurrent_sends import RunSends, Send, send_all, send_soon
 
     calls: list[str] = []
 
@@ -101,11 +109,18 @@ def test_a_failed_send_is_logged_and_the_others_go_out(caplog: pytest.LogCapture
         calls.append("broken")
         raise RuntimeError("the server said no")
 
+    def slow(client: Any) -> None:
+        time.sleep(0.3)
+        calls.append("slow")
+
     log = logging.getLogger("test-sends")
-    send_soon(Send("progress not updated", ok("progress"), logging.WARNING), log)
-    with caplog.at_level(logging.WARNING, logger="test-sends"):
-        send_all([Send("marker not published", broken), Send("steps", ok("steps"))], log)
-    assert sorted(calls) == ["broken", "progress", "steps"]
+    with RunSends() if in_run else contextlib.nullcontext():
+        send_soon(Send("progress not updated", ok("progress"), logging.WARNING), log)
+        with caplog.at_level(logging.WARNING, logger="test-sends"):
+            send_all([Send("marker not published", broken), Send("steps", ok("steps"))], log)
+        assert sorted(calls) == ["broken", "progress", "steps"]
+        send_soon(Send("late", slow), log)  # waited for as the run ends
+    assert calls[-1] == "slow"
     errors = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "test-sends"]
     assert errors == [(logging.ERROR, "marker not published: the server said no")]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from prefect_waymark.run.named_flow import NamedFlow, named_flow
+from prefect_waymark.flows.json_flow import JsonFlow, json_flow
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
 
@@ -98,11 +98,11 @@ def _loop() -> list[Any]:
     return loop
 
 
-def _flow() -> NamedFlow[..., Any]:
+def _flow() -> JsonFlow[..., Any]:
     def fn(**kwargs: Any) -> None:
         return None
 
-    return named_flow(lambda _p: ("n", []), name="serialize-check")(fn)
+    return json_flow(name="serialize-check")(fn)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,61 @@
+"""Files written whole or not at all: the one way waymark replaces a file.
+
+:func:`atomic_file` writes through a temporary file beside the target (``.<name>.<random>.tmp``,
+what the boundary's ignore list expects) and renames it over the target: a reader sees the old
+file or the whole new one, never part of it. On any failure (Ctrl-C included) the temporary file
+is removed, the target is left as it was, and the error goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["atomic_file", "atomic_write", "file_mode"]
+
+
+def file_mode() -> int:
+    """0666 less the process's umask: the mode any other new file of this process gets. Read
+    from /proc (Linux) so no thread ever sees the umask changed; elsewhere set and restored."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextmanager
+def atomic_file(path: Path, *, mode: int | None = None, fsync: bool = False) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s new content to; renamed over ``path`` when the block
+    ends without an error. ``mode``: its mode bits (default: ``mkstemp``'s 0600, the owner's
+    only); ``fsync``: on disk before the rename, so a crash of the machine leaves the old
+    content or the new one. The folder must exist."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all, fsynced, with the mode a new file
+    of this process gets (the umask's, not ``mkstemp``'s 0600); makes the folder if needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path, mode=file_mode(), fsync=True) as fh:
+        fh.write(text.encode("utf-8") if isinstance(text, str) else text)

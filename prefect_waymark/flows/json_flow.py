@@ -1,0 +1,90 @@
+"""A :class:`prefect.Flow` that sends its JSON parameters as they are.
+
+Prefect sends a flow run's parameters through :meth:`~prefect.Flow.serialize_parameters`, whose
+``jsonable_encoder`` returns a path, a number or a flag unchanged but imports FastAPI on its first
+call (~0.08 s of every ``waymark run`` here). :class:`JsonFlow` overrides that one public method:
+values made of JSON's own types go as they are, anything else through Prefect's. It is created,
+named, tagged and run as any ``@flow``; :func:`waymark_flow` names and tags ``run_plan``'s runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from prefect import Flow
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+    from prefect.futures import PrefectFuture
+
+__all__ = ["JsonFlow", "json_flow", "waymark_flow"]
+
+_SCALARS = (str, int, float, bool, type(None))
+_NOT_JSON = object()
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of ``value`` if it is made of JSON's own types only (exact types: an enum or
+    another subclass of ``str`` is Prefect's to encode) with string keys, none starting with
+    ``_sa`` (which Prefect's encoder drops); else ``_NOT_JSON``. What ``jsonable_encoder``
+    returns for such a value."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list:
+        items = [_json_copy(v) for v in value]
+        return _NOT_JSON if any(v is _NOT_JSON for v in items) else items
+    if kind is dict:
+        if not all(type(k) is str and not k.startswith("_sa") for k in value):
+            return _NOT_JSON
+        done = {k: _json_copy(v) for k, v in value.items()}
+        return _NOT_JSON if any(v is _NOT_JSON for v in done.values()) else done
+    return _NOT_JSON
+
+
+def _plain(value: Any) -> Any:
+    try:
+        return _json_copy(value)
+    except RecursionError:  # a list that holds itself, or nested deeper than Python goes
+        return _NOT_JSON
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class JsonFlow(Flow[P, R]):
+    """A flow whose JSON parameters are sent without Prefect's encoder (same result)."""
+
+    def serialize_parameters(
+        self, parameters: dict[str, Any | PrefectFuture[Any] | State]
+    ) -> dict[str, Any]:
+        """Prefect's :meth:`~prefect.Flow.serialize_parameters`, with the values made of
+        JSON's own types passed as they are (copies); anything else goes through Prefect's."""
+        copies = {k: _plain(v) for k, v in parameters.items()}
+        plain = {k: v for k, v in copies.items() if v is not _NOT_JSON}
+        if len(plain) == len(parameters):
+            return plain
+        rest = super().serialize_parameters({k: parameters[k] for k in parameters.keys() - plain})
+        # In the parameters' order; a key Prefect leaves out (a method's ``self``) stays out.
+        return {
+            k: plain[k] if k in plain else rest[k] for k in parameters if k in plain or k in rest
+        }
+
+
+def json_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:
+    """``@flow(**options)``, made a :class:`JsonFlow`."""
+
+    def wrap(fn: Callable[P, R]) -> JsonFlow[P, R]:
+        return JsonFlow(fn=fn, **options)
+
+    return wrap
+
+
+def waymark_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:
+    """``@flow(**options)`` as a :class:`JsonFlow` whose runs Prefect names and tags as they
+    start (``flow_run_name``: :func:`~prefect_waymark.run.prefect_ui.run_name`)."""
+    from ..run.prefect_ui import run_name
+
+    return json_flow(flow_run_name=run_name, **options)
