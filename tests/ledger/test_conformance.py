@@ -703,3 +703,89 @@ def test_a_nested_use_on_the_same_thread_is_refused_not_a_deadlock(ledger: Ledge
     ledger.record(PLAN, "run_started", run_id="r")
     assert ledger.count_events(PLAN) == 1
     assert raw(ledger.url, "SELECT count(*) FROM waymark_meta WHERE key='probe'")[0][0] == 0
+
+
+# -- two ledgers on one location (two runs, or a run and a command) -------------------------------
+@pytest.fixture
+def other(ledger: Ledger) -> Iterator[Ledger]:
+    """A second ledger on ``ledger``'s location: another run, or a ``waymark`` command."""
+    led = SqlLedger(ledger.url)
+    yield led
+    led.close()
+
+
+def _same_as_rebuild(led: Ledger, plan: str = PLAN) -> None:
+    """The projection rows are the fold of the stored events, byte for byte."""
+    rows = {sid: s.model_dump_json() for sid, s in led.step_states(plan).items()}
+    assert rows == {sid: s.model_dump_json() for sid, s in led.rebuild(plan).items()}
+
+
+def test_another_ledgers_commit_is_seen(ledger: Ledger, other: Ledger) -> None:
+    """Run A starts s1; B completes it; A's next event folds onto B's row."""
+    start(ledger, "s1")
+    complete(other, "s1")
+    # completed -> rerun is allowed; in_progress (what A wrote last) -> rerun is refused
+    ledger.record(PLAN, "step_rerun_requested", step_id="s1", by="tester")
+    start(ledger, "s1", run="run-2")
+    _same_as_rebuild(ledger)
+    assert ledger.step_states(PLAN)["s1"].status == "in_progress"
+    assert ledger.step_states(PLAN)["s1"].run_id == "run-2"
+
+
+def test_a_row_changed_outside_the_ledger_is_folded_on(ledger: Ledger) -> None:
+    """Another writer (a newer waymark, a repair by hand) set a step's attempts to 7: the next
+    append folds on from the stored row."""
+    start(ledger, "s1")
+    complete(ledger, "s1")
+    (text,) = raw(ledger.url, "SELECT state FROM waymark_steps WHERE step_id = 's1'")[0]
+    changed = text.replace('"attempts":1', '"attempts":7')
+    assert changed != text
+    raw(ledger.url, "UPDATE waymark_steps SET state = :s WHERE step_id = 's1'", s=changed)
+    ledger.record(PLAN, "step_rerun_requested", step_id="s1", by="tester")
+    (text,) = raw(ledger.url, "SELECT state FROM waymark_steps WHERE step_id = 's1'")[0]
+    assert '"attempts":7' in text
+
+
+def test_a_close_by_another_ledger_stops_new_work(ledger: Ledger, other: Ledger) -> None:
+    from prefect_waymark import PlanClosedError
+
+    start(ledger, "s1")  # A found the plan open
+    complete(ledger, "s1")
+    other.close_plan(PLAN, lambda states: {"by": "bob", "reason": "done"})
+    with pytest.raises(PlanClosedError):
+        start(ledger, "s2")
+    assert "s2" not in ledger.step_states(PLAN)
+
+
+def test_a_rename_stops_new_work_under_the_old_id(ledger: Ledger) -> None:
+    start(ledger, "s1")
+    complete(ledger, "s1")
+    ledger.rename_plan(PLAN, "renamed-plan", by="tester")
+    with pytest.raises(LedgerError, match="renamed"):
+        start(ledger, "s2")
+    assert "s2" not in ledger.step_states(PLAN)
+    ledger.record("renamed-plan", "step_started", step_id="s2", branch="main", run_id="run-1")
+    _same_as_rebuild(ledger, "renamed-plan")
+
+
+def test_a_refused_append_leaves_nothing_behind(ledger: Ledger) -> None:
+    start(ledger, "s1")
+    with pytest.raises(LedgerError):
+        start(ledger, "s1", run="run-2")  # in_progress already: refused, rolled back
+    complete(ledger, "s1")
+    _same_as_rebuild(ledger)
+    assert [e.kind for e in ledger.events(PLAN)] == ["step_started", "step_completed"]
+
+
+def test_a_ledger_closed_and_used_again_reads_what_others_wrote_meanwhile(
+    ledger: Ledger, other: Ledger
+) -> None:
+    start(ledger, "s1")
+    complete(ledger, "s1")
+    ledger.close()
+    other.record(PLAN, "step_rerun_requested", step_id="s1", by="bob")
+    start(other, "s1", run="run-2")
+    complete(other, "s1", run="run-2")
+    ledger.record(PLAN, "step_rerun_requested", step_id="s1", by="alice")
+    _same_as_rebuild(ledger)
+    assert ledger.step_states(PLAN)["s1"].generation == 2
