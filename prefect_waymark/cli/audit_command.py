@@ -219,8 +219,7 @@ def restore(
     from ..errors import ExportFileError, LedgerError
     from ..ledger import open_ledger
     from ..ledger.plan_archive import PlanArchive
-    from ..ledger.urls import sqlite_path
-    from ..ledger.urls import shown_url
+    from ..ledger.urls import shown_url, sqlite_path
 
     try:
         contents = read_export(export_file)

@@ -630,9 +630,7 @@ def test_a_locked_sqlite_ledger_is_a_ledger_error_and_works_after(tmp_path: Path
 
     db = tmp_path / "locked.db"
     led = SqlLedger(f"sqlite:///{db}")
-    sa.event.listen(
-        led._engine, "connect", lambda raw, _rec: raw.execute("PRAGMA busy_timeout=50")
-    )
+    sa.event.listen(led._engine, "connect", lambda raw, _rec: raw.execute("PRAGMA busy_timeout=50"))
     led._engine.dispose()  # new connections: the short busy timeout
     blocker = sqlite3.connect(db, timeout=0)
     blocker.execute("PRAGMA busy_timeout=0")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from prefect_waymark.ledger import EventKind, ProgressEvent, SqlLedger
 from prefect_waymark.ledger.events import STEP_EVENT_KINDS
-from prefect_waymark.ledger.step_state import StepState
+from prefect_waymark.ledger.step_state import STATE_FIELDS, StepState, new_state_fields
 
 PLAN = "fold-plan"
 T0 = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
@@ -140,3 +140,12 @@ def test_a_row_written_by_an_older_version_still_folds(tmp_path: Path) -> None:
     assert state.skipped is None and state.interrupted == 0 and state.evidence == {}
     assert _rows(db)["a"] == state.model_dump_json()
     assert StepState.model_validate_json(_rows(db)["a"]) == state
+
+
+def test_a_new_steps_fields_are_the_models_defaults_in_its_order() -> None:
+    dumped = StepState(step_id="x").model_dump(mode="json")
+    assert list(STATE_FIELDS) == list(StepState.model_fields) == list(dumped)
+    assert new_state_fields("x") == dumped
+    one, two = new_state_fields("a"), new_state_fields("b")
+    one["receipts"].append({"k": 1})
+    assert two["receipts"] == [] and STATE_FIELDS["receipts"] == []  # fresh containers
