@@ -42,6 +42,7 @@ __all__ = [
     "RECEIPTS",
     "STEPS",
     "TRIGGERS",
+    "insert_ignoring",
     "insert_ignoring_conflict",
     "insert_step_states",
     "metadata",
@@ -178,6 +179,13 @@ def insert_ignoring_conflict(
         return None
     stmt = import_module(module).insert(table).on_conflict_do_nothing()
     return stmt if returning is None else stmt.returning(returning)
+
+
+def insert_ignoring(conn: Connection, table: Table) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING`` into ``table`` on this connection's back-end (on
+    another one: a plain INSERT)."""
+    stmt = insert_ignoring_conflict(conn.dialect.name, table)
+    return insert(table) if stmt is None else stmt
 
 
 def _where(table: Table, **params: str) -> list[Any]:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import create_engine, event, insert, inspect, select
+from sqlalchemy import insert, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
@@ -37,11 +37,13 @@ from ._tables import (
     STEP_STATE,
     STEPS,
     UPDATE_STEP,
+    insert_ignoring,
     insert_ignoring_conflict,
     insert_step_states,
     metadata,
 )
 from .base import Ledger, event_kind, this_host
+from .connection import BEGIN_OPTION, make_engine, restore_synchronous, set_synchronous
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
 from .plan_archive import PlanArchive
@@ -71,91 +73,7 @@ from .urls import check_ledger_url
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["CHECKPOINT_BYTES", "PAGE_SIZE", "SqlLedger", "set_ledger_pragmas"]
-
-
-#: The page size of a ledger file created from this version. Each append commits ~7 pages to
-#: the WAL (the event and its two indexes, the step's row and its key, the hold and its key):
-#: 2 KiB pages write half the bytes of SQLite's default 4 KiB, +13-28% step events a second
-#: here (``bench/bench_ledger.py``), for ~+2 ms reading 10,000 step rows. A step's row is ~0.5
-#: KiB of JSON (more with outputs, receipts, an error's output tail): one over ~2 KB goes on
-#: overflow pages, as one over ~4 KB did. Set before the file's first write; an existing file
-#: keeps the page size it was created with (SQLite ignores the PRAGMA then).
-PAGE_SIZE = 2048
-#: A connection checkpoints the WAL once it holds this many bytes (SQLite's default is 1000
-#: pages: ~4 MB of 4 KiB pages). Counted in pages, the default would checkpoint (an fsync of
-#: the file) twice as often on 2 KiB pages: inside the first run of a 10,000-step plan, whose
-#: ``run_started`` holds the plan (~0.8 MB), +0.08-0.1 s measured (``bench/scale_run.py``).
-CHECKPOINT_BYTES = 4096 * 1000
-
-#: The execution option that names a SQLite connection's BEGIN (the engine's ``begin`` event).
-_BEGIN = "waymark_begin"
-
-
-def set_ledger_pragmas(raw: sqlite3.Connection) -> None:
-    """The ledger's settings on a new SQLite connection: the page size of a new file
-    (:data:`PAGE_SIZE`), autocommit mode (the ledger issues ``BEGIN IMMEDIATE`` itself: writers
-    queue for the lock), a 60 s busy timeout, WAL, ``synchronous=NORMAL`` (intents and receipts
-    commit with ``FULL``: :meth:`SqlLedger._write`), a checkpoint every
-    :data:`CHECKPOINT_BYTES` of WAL."""
-    raw.isolation_level = None
-    raw.execute("PRAGMA busy_timeout=60000")
-    raw.execute(f"PRAGMA page_size={PAGE_SIZE}")  # before WAL: it writes a new file's header
-    raw.execute("PRAGMA journal_mode=WAL")
-    raw.execute("PRAGMA synchronous=NORMAL")
-    page_size = raw.execute("PRAGMA page_size").fetchone()[0]  # an older file's: 4 KiB
-    raw.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BYTES // page_size}")
-
-
-def _make_engine(url: str, sqlite: bool) -> Engine:
-    """The ledger's engine: on SQLite with the ledger's pragmas and its own BEGIN."""
-    engine = create_engine(url) if sqlite else create_engine(url, pool_pre_ping=True)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, record: Any) -> None:
-        record.info["pid"] = os.getpid()
-        if sqlite:
-            set_ledger_pragmas(dbapi_conn)
-
-    if sqlite:
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            # A write takes the lock up front: concurrent writers queue instead of failing
-            # mid-way. A read (execution option _BEGIN) begins a deferred transaction.
-            conn.exec_driver_sql(conn.get_execution_options().get(_BEGIN, "BEGIN IMMEDIATE"))
-
-    return engine
-
-
-def _set_synchronous(conn: Connection, level: str) -> None:
-    """``PRAGMA synchronous`` on a SQLite connection outside any transaction (its DBAPI
-    connection is in autocommit mode: the ledger issues BEGIN itself)."""
-    raw = conn.connection.dbapi_connection
-    assert raw is not None
-    raw.execute(f"PRAGMA synchronous={level}")
-
-
-def _restore_synchronous(conn: Connection) -> None:
-    """Back to the ledger's ``NORMAL`` before the connection returns to the pool. A COMMIT that
-    failed may have left the transaction open (SQLite refuses the pragma inside one): rolled
-    back first; a connection that cannot be restored is dropped, never pooled at FULL. Never
-    raises: the transaction's own error, if any, is the one that counts."""
-    try:
-        raw = conn.connection.dbapi_connection
-        assert raw is not None
-        if raw.in_transaction:
-            raw.rollback()
-        raw.execute("PRAGMA synchronous=NORMAL")
-    except Exception:  # noqa: BLE001 - broken: the pool opens a fresh connection instead
-        conn.invalidate()
-
-
-def _insert_ignoring(conn: Connection, table: Any) -> Any:
-    """``INSERT ... ON CONFLICT DO NOTHING`` into ``table`` on this connection's back-end (on
-    another one: a plain INSERT)."""
-    stmt = insert_ignoring_conflict(conn.dialect.name, table)
-    return insert(table) if stmt is None else stmt
+__all__ = ["SqlLedger"]
 
 
 # A forked child's copies of its parent's connection pools: kept referenced, never used or
@@ -188,7 +106,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
         """SQLAlchemy's engine, made on first use; in a forked child, a pool of its own."""
         if self._sa_engine is None:
             try:
-                self._sa_engine = _make_engine(self.url, self._sqlite)
+                self._sa_engine = make_engine(self.url, self._sqlite)
             except (SQLAlchemyError, ImportError) as exc:
                 raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
         elif self._pid != os.getpid():
@@ -249,7 +167,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
         if found is None:
             if not create:
                 raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
-            claim = _insert_ignoring(conn, META)  # a concurrent creator may be first
+            claim = insert_ignoring(conn, META)  # a concurrent creator may be first
             for key, value in new_ledger_meta().items():
                 conn.execute(claim, {"key": key, "value": value})
             found = self._version(conn, lock=True)
@@ -288,7 +206,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
     def _reading(self, conn: Connection) -> None:
         """``conn`` reads only: on SQLite its transaction begins deferred (no write lock)."""
         if self._sqlite:
-            conn.execution_options(**{_BEGIN: "BEGIN"})
+            conn.execution_options(**{BEGIN_OPTION: "BEGIN"})
 
     @contextmanager
     def _read(self, *, snapshot: bool = False) -> Iterator[Connection]:
@@ -312,7 +230,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             with self._held(), self._engine.connect() as conn:
                 full = durable and self._sqlite
                 if full:
-                    _set_synchronous(conn, "FULL")
+                    set_synchronous(conn, "FULL")
                 try:
                     with conn.begin():
                         if durable and conn.dialect.name == "postgresql":
@@ -320,7 +238,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
                         yield conn
                 finally:
                     if full:
-                        _restore_synchronous(conn)
+                        restore_synchronous(conn)
         except OperationalError as exc:  # locked, read-only, a lost server, …
             raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
         except sqlite3.OperationalError as exc:  # the pragma itself (a locked or broken file)
@@ -364,7 +282,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             state = folded_json(fields, ev, values["at"], values["data"])
             row = {"last_seq": seq, "state": state}
             new = {"plan_id": ev.plan_id, "step_id": ev.step_id, **row} if new_row else None
-            if new is None or conn.execute(_insert_ignoring(conn, STEPS), new).rowcount != 1:
+            if new is None or conn.execute(insert_ignoring(conn, STEPS), new).rowcount != 1:
                 conn.execute(UPDATE_STEP, {**key, **row})
         return stored
 
@@ -384,7 +302,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             # ... FOR UPDATE has a row to lock: a concurrent first event for the same step
             # then waits instead of failing on the primary key (PostgreSQL).
             placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
-            claim = _insert_ignoring(conn, STEPS)
+            claim = insert_ignoring(conn, STEPS)
             claimed = conn.execute(claim, {**placeholder, "state": ""}).rowcount == 1
             # Our own placeholder (locked by this transaction until it ends) is empty; only
             # when a concurrent first event inserted it first is there a state to re-read.

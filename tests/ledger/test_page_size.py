@@ -1,4 +1,4 @@
-"""A SQLite ledger file is created with 2 KiB pages (``sql_ledger.PAGE_SIZE``: fewer bytes per
+"""A SQLite ledger file is created with 2 KiB pages (``connection.PAGE_SIZE``: fewer bytes per
 append's commit); a file created with SQLite's default 4 KiB pages (every
 ledger before this version) keeps them and is read and written as before."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prefect_waymark.ledger import SqlLedger, sql_ledger
+from prefect_waymark.ledger import SqlLedger, connection
 
 
 def _pragma(db: Path, name: str) -> object:
@@ -31,7 +31,7 @@ def test_a_new_ledger_file_has_the_ledger_page_size(tmp_path: Path) -> None:
         _steps(led, "p", ["a"])
     finally:
         led.close()
-    assert sql_ledger.PAGE_SIZE == 2048
+    assert connection.PAGE_SIZE == 2048
     assert _pragma(db, "page_size") == 2048
     assert _pragma(db, "journal_mode") == "wal"
 
@@ -42,7 +42,7 @@ def test_a_ledger_made_with_4k_pages_keeps_them_and_works(
     db = tmp_path / "old.db"
     url = f"sqlite:///{db}"
     with monkeypatch.context() as m:  # what every version before this one created
-        m.setattr(sql_ledger, "PAGE_SIZE", 4096)
+        m.setattr(connection, "PAGE_SIZE", 4096)
         old = SqlLedger(url)
         try:
             _steps(old, "p", ["a", "b"])
@@ -79,7 +79,7 @@ def test_the_wal_is_checkpointed_after_the_same_bytes_whatever_the_page_size(
     # SQLite counts its checkpoint threshold in pages: 1000 of 2 KiB pages would checkpoint
     # (fsync) twice as often as the 4 KiB files before (measured: inside a big plan's run).
     with monkeypatch.context() as m:
-        m.setattr(sql_ledger, "PAGE_SIZE", 4096)
+        m.setattr(connection, "PAGE_SIZE", 4096)
         SqlLedger(f"sqlite:///{tmp_path / 'old.db'}").close()
     for name, pages in (("new.db", 2000), ("old.db", 1000)):
         led = SqlLedger(f"sqlite:///{tmp_path / name}")
@@ -87,6 +87,6 @@ def test_the_wal_is_checkpointed_after_the_same_bytes_whatever_the_page_size(
             with led._read() as conn:
                 assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar_one() == pages
                 size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
-            assert pages * size == sql_ledger.CHECKPOINT_BYTES
+            assert pages * size == connection.CHECKPOINT_BYTES
         finally:
             led.close()
