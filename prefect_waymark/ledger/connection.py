@@ -5,13 +5,12 @@ On SQLite each new connection gets the pragmas of :func:`set_ledger_pragmas` (WA
 timeout, the page size of a new file, …) and is left in autocommit mode, so that the ledger's
 own BEGIN is the one SQLite sees: ``BEGIN IMMEDIATE`` for a write transaction (concurrent
 writers queue for the lock instead of failing mid-way), a deferred ``BEGIN`` for a connection
-marked as reading (:data:`BEGIN_OPTION`). Each pool connection remembers the process that
-opened it (a forked child must not use its parent's).
+marked as reading (:data:`BEGIN_OPTION`). A forked child gets a pool of its own
+(:meth:`.SqlLedger._engine`).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
@@ -65,21 +64,19 @@ def set_ledger_pragmas(raw: sqlite3.Connection) -> None:
 
 def make_engine(url: str, sqlite: bool) -> Engine:
     """The ledger's engine: on SQLite with the ledger's pragmas and its own BEGIN."""
-    engine = create_engine(url) if sqlite else create_engine(url, pool_pre_ping=True)
+    if not sqlite:
+        return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, record: Any) -> None:
-        record.info["pid"] = os.getpid()
-        if sqlite:
-            set_ledger_pragmas(dbapi_conn)
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        set_ledger_pragmas(dbapi_conn)
 
-    if sqlite:
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            # A write takes the lock up front: concurrent writers queue instead of failing
-            # mid-way. A read (execution option BEGIN_OPTION) begins a deferred transaction.
-            conn.exec_driver_sql(conn.get_execution_options().get(BEGIN_OPTION, "BEGIN IMMEDIATE"))
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A write takes the lock up front: concurrent writers queue instead of failing mid-way.
+        # A read (execution option BEGIN_OPTION) begins a deferred transaction.
+        conn.exec_driver_sql(conn.get_execution_options().get(BEGIN_OPTION, "BEGIN IMMEDIATE"))
 
     return engine
 
