@@ -75,8 +75,10 @@ def make_engine(url: str, sqlite: bool) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         # A write takes the lock up front: concurrent writers queue instead of failing mid-way.
-        # A read (execution option BEGIN_OPTION) begins a deferred transaction.
-        conn.exec_driver_sql(conn.get_execution_options().get(BEGIN_OPTION, "BEGIN IMMEDIATE"))
+        # A read (execution option BEGIN_OPTION) begins a deferred transaction. Straight on the
+        # driver's connection: a statement of the connection's own, with no result to read.
+        begin = conn.get_execution_options().get(BEGIN_OPTION, "BEGIN IMMEDIATE")
+        conn.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
 
     return engine
 
