@@ -66,7 +66,9 @@ def make_engine(url: str, sqlite: bool) -> Engine:
     """The ledger's engine: on SQLite with the ledger's pragmas and its own BEGIN."""
     if not sqlite:
         return create_engine(url, pool_pre_ping=True)
-    engine = create_engine(url)
+    # No cap on connections beyond the pool's five: a thread waits for SQLite's write lock
+    # (the busy timeout, 60 s), never for a pool connection (a pool timeout of its own).
+    engine = create_engine(url, max_overflow=-1)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -2,7 +2,7 @@
 
 Every statement is built once from the SQLModel tables (:mod:`._tables`) and runs on
 SQLAlchemy's engine for both back-ends. SQLite keeps its settings through the engine's events:
-the pragmas of :func:`set_ledger_pragmas` on each new connection, and ``BEGIN IMMEDIATE`` for
+the pragmas of :func:`.connection.set_ledger_pragmas` on each new connection, and ``BEGIN IMMEDIATE`` for
 every write transaction (concurrent writers queue for the lock instead of failing mid-way;
 reads begin a deferred transaction: one snapshot, writers go on). SQLAlchemy is imported when a
 ledger is opened, not when this package is.
