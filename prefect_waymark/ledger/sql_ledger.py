@@ -1,11 +1,11 @@
 """The SQL ledger: SQLite (WAL, the embedded default) or PostgreSQL through psycopg 3, one path.
 
 Every statement is built once from the SQLModel tables (:mod:`._tables`) and runs on
-SQLAlchemy's engine for both back-ends. SQLite keeps its settings through the engine's events:
-the pragmas of :func:`.connection.set_ledger_pragmas` on each new connection, and ``BEGIN IMMEDIATE`` for
-every write transaction (concurrent writers queue for the lock instead of failing mid-way;
-reads begin a deferred transaction: one snapshot, writers go on). SQLAlchemy is imported when a
-ledger is opened, not when this package is.
+SQLAlchemy's engine for both back-ends (:mod:`.connection`). SQLite keeps its settings through
+the engine's events: the ledger's pragmas on each new connection, ``BEGIN IMMEDIATE`` for every
+write transaction (concurrent writers queue for the lock instead of failing mid-way), a deferred
+``BEGIN`` for reads (one snapshot, writers go on). SQLAlchemy is imported when a ledger is
+opened, not when this package is.
 """
 
 from __future__ import annotations
