@@ -8,9 +8,7 @@ Figures printed:
   for step events (``step_started``/``step_completed`` pairs: transition check, the branch's
   in_progress slot, projection update) and for plain events; each against the naive alternative
   measured in the same run: one bare ``INSERT`` per transaction through the raw driver.
-  On SQLite also through SQLAlchemy's execution layer (``SqlLedger(url, lean=False)``), the path
-  appends took before the lean DBAPI path (``ledger/dbapi_conn.py``). Goals: >= 2,000 step
-  events/s on SQLite, and >= 0.2x the bare INSERT rate.
+  Goals: >= 2,000 step events/s on SQLite, and >= 0.2x the bare INSERT rate.
 * whole-process wall time of ``waymark status PLAN --json`` on a plan whose ledger holds 10,000
   events (Python start-up counts; median of several runs), against ``python -c pass`` and
   ``python -c "import prefect"`` measured in the same run, interleaved. Goals: <= 0.5 s, and
@@ -79,9 +77,9 @@ def _rate(n: int, fn: Callable[[], None]) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def append_step_events(url: str, n: int, plan: str, *, lean: bool = True) -> float:
+def append_step_events(url: str, n: int, plan: str) -> float:
     """``n`` step events: started/completed pairs over fresh steps of one branch."""
-    led = SqlLedger(url, lean=lean)
+    led = SqlLedger(url)
     try:
 
         def go() -> None:
@@ -159,20 +157,16 @@ def bench_appends(n: int, repeat: int, use_pg: bool) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="waymark-bench-") as tmp:
         d = Path(tmp)
-        naive, step, old, plain = [], [], [], []
+        naive, step, plain = [], [], []
         for r in range(repeat):
             naive.append(naive_sqlite(d / f"naive{r}.db", n))
             step.append(append_step_events(f"sqlite:///{d / f'step{r}.db'}", n, "bench"))
-            old.append(append_step_events(f"sqlite:///{d / f'old{r}.db'}", n, "bench", lean=False))
             plain.append(append_plain_events(f"sqlite:///{d / f'plain{r}.db'}", n, "bench"))
         _row("sqlite", "step events (started/completed)", med(step), med(naive))
-        _row("sqlite", "step events, SQLAlchemy path", med(old), med(naive))
         _row("sqlite", "plain events", med(plain), med(naive))
         out = {
             "append_ratio_vs_bare_insert": med(step) / med(naive),
-            "append_sqlalchemy_ratio_vs_bare_insert": med(old) / med(naive),
             "sqlite_step_events_per_s": med(step),
-            "sqlite_step_events_sqlalchemy_per_s": med(old),
             "sqlite_plain_events_per_s": med(plain),
             "sqlite_bare_insert_per_s": med(naive),
         }

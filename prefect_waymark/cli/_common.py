@@ -71,7 +71,7 @@ def open_or_exit(
 def open_reader_or_exit(
     url: str | None, workdir: Path, plan: PlanSpec | None = None
 ) -> LedgerReader | None:
-    """Open the ledger read-only (SQLite without SQLAlchemy); ``None`` if it does not exist."""
+    """Open the ledger read-only (it creates nothing); ``None`` if it does not exist."""
     resolved = ledger_url_or_exit(url, workdir, plan)
     try:
         return open_reader(resolved)

@@ -86,7 +86,7 @@ def _check_output(output: Path, url: str, plan_id: str, force: bool) -> None:
     """``--output`` names a new file (or, with ``--force``, one to replace) that is not a
     ledger's file nor in a ``.waymark`` folder: waymark's own (ledger, results, manifests) —
     an export is written to leave the machine, never over the history it was read from."""
-    from ..ledger.sqlite_reader import sqlite_path
+    from ..ledger.urls import sqlite_path
 
     if output.is_dir():
         fail(f"--output {output}: is a folder; name a file")
@@ -219,8 +219,7 @@ def restore(
     from ..errors import ExportFileError, LedgerError
     from ..ledger import open_ledger
     from ..ledger.plan_archive import PlanArchive
-    from ..ledger.sqlite_reader import sqlite_path
-    from ..ledger.urls import shown_url
+    from ..ledger.urls import shown_url, sqlite_path
 
     try:
         contents = read_export(export_file)

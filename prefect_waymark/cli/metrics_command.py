@@ -30,12 +30,10 @@ def metrics(
     """The plan's eight metrics (omission, acceptance, drift, verification, resume, duplicate
     side effects, ref freshness, single in_progress), from the ledger. Reads only."""
     from ..ledger import Ledger
-    from ..ledger.sqlite_reader import SqliteReader
     from ..metrics import compute_metrics
 
     spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
-    # A SQLite ledger is read through the standard library (no SQLAlchemy import), like status.
     led = open_reader_or_exit(ledger, wd, plan=spec)
     if led is None:
         fail(f"plan {spec.plan_id!r} has no ledger yet (nothing recorded); `waymark run {plan}`")
@@ -46,7 +44,7 @@ def metrics(
                 f"plan {spec.plan_id!r} has no history in the ledger {led.url}; "
                 f"`waymark run {plan}` records its first run"
             )
-        receipts = led.receipts(spec.plan_id) if isinstance(led, SqliteReader | Ledger) else None
+        receipts = led.receipts(spec.plan_id) if isinstance(led, Ledger) else None
         result = compute_metrics(spec, led, events=events, receipts=receipts)
     if as_json:
         print(json.dumps(metrics_document(spec.plan_id, result), indent=2, default=str))

@@ -10,8 +10,8 @@ from typing import Any
 from ..boundary import RunBoundary
 from ..ledger import Ledger
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.light_events import light_events
 from ..ledger.progress_view import PlanView, build_view
+from ..ledger.run_hashes import light_events
 from ..ledger.step_state import StepState
 from ..markers import write_run_markers
 from ..models import utcnow

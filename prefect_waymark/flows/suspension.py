@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..ledger import Ledger
 from ..ledger.events import EventKind
 from ..ledger.identity import execution_run_id
-from ..ledger.light_events import light_events
+from ..ledger.run_hashes import light_events
 from ..review.suspend import in_deployment_run, suspend_now
 from .run_record import RunRecord
 

@@ -1,11 +1,10 @@
 """The progress ledger: append-only events on SQLite (default) or PostgreSQL.
 
-:class:`SqlLedger` loads on first use. On a SQLite file it runs on the standard library's
-``sqlite3`` (no SQLAlchemy import); read-only commands open one through :func:`open_reader`.
-PostgreSQL goes through SQLAlchemy.
+:class:`SqlLedger` loads on first use: one path, SQLAlchemy's engine, for both back-ends;
+read-only commands open one through :func:`open_reader`.
 
-Importing this package loads no pydantic: the ledger's models, readers and writers load on first
-use of their name (``waymark status --json`` reads a SQLite ledger without them).
+Importing this package loads neither pydantic nor SQLAlchemy: the ledger's models, readers and
+writers load on first use of their name, SQLAlchemy when a ledger is opened.
 """
 
 from __future__ import annotations
@@ -108,16 +107,9 @@ def open_ledger(url: str, *, create: bool = True) -> Ledger:
 
 
 def open_reader(url: str) -> LedgerReader:
-    """Open an existing ledger for reading only; creates nothing.
-
-    A SQLite file is read through the standard library (no SQLAlchemy import); other URLs
-    open a :class:`SqlLedger` without creating tables.
-    """
-    from .sqlite_reader import SqliteReader, sqlite_path
-
-    check_ledger_url(url)
-    if sqlite_path(url) is not None:
-        return SqliteReader(url)
+    """Open an existing ledger for reading only: a :class:`SqlLedger` that creates, migrates
+    and writes nothing when it opens (a missing ledger raises
+    :class:`~prefect_waymark.errors.LedgerNotFound`)."""
     return open_ledger(url, create=False)
 
 

@@ -1,22 +1,52 @@
-"""Storage tables of the ledger as SQLModel tables. Private: not imported by the package
-``__init__`` so these tables never land in a user's ``SQLModel.metadata``.
+"""The ledger's storage schema, defined once: its SQLModel tables, and every statement the ledger
+runs, built from them (SQLAlchemy Core, one form for SQLite and PostgreSQL).
 
-Names and column order come from :mod:`.schema`, the one definition the stdlib reader uses too;
-loading this module checks that every table here has exactly the columns it lists there.
+Private: not imported by the package ``__init__`` so these tables never land in a user's
+``SQLModel.metadata``, and a command that opens no ledger imports no SQLAlchemy. The statements
+are built when this module loads (a ledger is being opened); SQLAlchemy caches each one's
+compiled form per dialect. Only ``INSERT ... ON CONFLICT DO NOTHING`` differs by dialect
+(:func:`insert_ignoring_conflict`, built the first time a dialect asks for it: importing
+``sqlalchemy.dialects.postgresql`` loads the psycopg driver module, which SQLite never needs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
+from importlib import import_module
 from typing import Any
 
-from sqlalchemy import Column, Index, MetaData, Text, event, insert
+from sqlalchemy import (
+    Column,
+    Index,
+    MetaData,
+    Table,
+    Text,
+    bindparam,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
-from .schema import EVENTS, HOLDS, META, RECEIPTS, STEPS, TableDef
-from .sqlite_ddl import TRIGGERS
 from .step_state import StepState
+
+__all__ = [
+    "EVENTS",
+    "HOLDS",
+    "META",
+    "RECEIPTS",
+    "STEPS",
+    "TRIGGERS",
+    "insert_ignoring",
+    "insert_ignoring_conflict",
+    "insert_step_states",
+    "metadata",
+]
 
 # A metadata of our own keeps the tables out of the user's SQLModel.metadata.
 metadata = MetaData()
@@ -27,16 +57,20 @@ class _Base(SQLModel):
 
 
 class MetaRow(_Base, table=True):
-    __tablename__ = META.name
+    """The ledger's own facts: its schema version, identity, migrations; a plan's ``renamed:``
+    and ``closed:`` rows."""
+
+    __tablename__ = "waymark_meta"
 
     key: str = Field(primary_key=True, max_length=64)
     value: str = Field(max_length=256)
 
 
 class EventRow(_Base, table=True):
-    """One append-only progress event. Never updated, never deleted."""
+    """One append-only progress event. Never updated, never deleted. ``data`` is the kind's
+    payload as JSON."""
 
-    __tablename__ = EVENTS.name
+    __tablename__ = "waymark_events"
     __table_args__ = (
         Index("ix_waymark_events_plan_seq", "plan_id", "seq"),
         Index("ix_waymark_events_plan_step_seq", "plan_id", "step_id", "seq"),
@@ -53,9 +87,10 @@ class EventRow(_Base, table=True):
 
 
 class StepRow(_Base, table=True):
-    """Projection of the events: the active view of one step. Rebuildable from events."""
+    """Projection of the events: the active view of one step (``state``: a
+    :class:`StepState` as JSON). Rebuildable from events."""
 
-    __tablename__ = STEPS.name
+    __tablename__ = "waymark_steps"
 
     plan_id: str = Field(primary_key=True, max_length=200)
     step_id: str = Field(primary_key=True, max_length=200)
@@ -64,9 +99,10 @@ class StepRow(_Base, table=True):
 
 
 class HoldRow(_Base, table=True):
-    """The single in_progress slot of a (plan, branch). The primary key is the guarantee."""
+    """The single in_progress slot of a (plan, branch). The primary key is the guarantee.
+    Columns in the order of :class:`~.base.Hold`'s fields."""
 
-    __tablename__ = HOLDS.name
+    __tablename__ = "waymark_holds"
 
     plan_id: str = Field(primary_key=True, max_length=200)
     branch: str = Field(primary_key=True, max_length=200)
@@ -79,40 +115,127 @@ class HoldRow(_Base, table=True):
 
 
 class ReceiptRow(_Base, table=True):
-    """Receipts of irreversible actions; the unique key is what makes an action happen once."""
+    """Receipts of irreversible actions; the unique key is what makes an action happen once.
+    The rest of a record is ``data`` (JSON)."""
 
-    __tablename__ = RECEIPTS.name
+    __tablename__ = "waymark_receipts"
 
     key: str = Field(primary_key=True, max_length=400)
     plan_id: str = Field(max_length=200)
     step_id: str = Field(max_length=200)
     action: str = Field(max_length=200)
-    state: str = Field(max_length=16)  # intent | applied
+    state: str = Field(max_length=16)  # intent | applied | not_applied
     run_id: str = Field(max_length=64)
     data: str = Field(sa_column=Column(Text, nullable=False))
 
 
-def _check(row: type[_Base], table: TableDef) -> None:
-    columns = tuple(row.__table__.columns.keys())  # type: ignore[attr-defined]
-    if (row.__tablename__, columns) != (table.name, table.columns):
-        raise RuntimeError(f"{row.__name__} does not match the schema of {table.name}: {columns}")
+META: Table = MetaRow.__table__  # type: ignore[attr-defined]
+EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
+STEPS: Table = StepRow.__table__  # type: ignore[attr-defined]
+HOLDS: Table = HoldRow.__table__  # type: ignore[attr-defined]
+RECEIPTS: Table = ReceiptRow.__table__  # type: ignore[attr-defined]
+
+_E = EVENTS.name
+_APPEND_ONLY = f"{_E} is append-only: events are never updated or deleted"
+#: Events are append-only in the database too: triggers refuse UPDATE, DELETE (and TRUNCATE),
+#: created together with the events table.
+TRIGGERS = {
+    "sqlite": [
+        f"CREATE TRIGGER {_E}_no_update BEFORE UPDATE ON {_E} "
+        f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
+        f"CREATE TRIGGER {_E}_no_delete BEFORE DELETE ON {_E} "
+        f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END",
+    ],
+    "postgresql": [
+        f"CREATE OR REPLACE FUNCTION {_E}_append_only() RETURNS trigger "
+        f"LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$",
+        f"CREATE TRIGGER {_E}_no_change BEFORE UPDATE OR DELETE ON {_E} "
+        f"FOR EACH ROW EXECUTE FUNCTION {_E}_append_only()",
+        f"CREATE TRIGGER {_E}_no_truncate BEFORE TRUNCATE ON {_E} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {_E}_append_only()",
+    ],
+}
 
 
-for _row, _table in (
-    (MetaRow, META),
-    (EventRow, EVENTS),
-    (StepRow, STEPS),
-    (HoldRow, HOLDS),
-    (ReceiptRow, RECEIPTS),
-):
-    _check(_row, _table)
-
-
-@event.listens_for(EventRow.__table__, "after_create")  # type: ignore[attr-defined]
+@event.listens_for(EVENTS, "after_create")
 def _append_only_triggers(_table: Any, connection: Connection, **_kw: Any) -> None:
-    """The events table's append-only triggers, created with it (``sqlite_ddl.TRIGGERS``)."""
+    """The events table's append-only triggers, created with it."""
     for statement in TRIGGERS.get(connection.dialect.name, []):
         connection.exec_driver_sql(statement)
+
+
+_DIALECTS = {"sqlite": "sqlalchemy.dialects.sqlite", "postgresql": "sqlalchemy.dialects.postgresql"}
+
+
+@cache
+def insert_ignoring_conflict(
+    dialect: str, table: Table, returning: Column[Any] | None = None
+) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING`` into ``table`` for ``dialect`` (a connection's
+    ``dialect.name``), or ``None`` for another back-end (the caller then lets the primary key
+    raise inside a savepoint)."""
+    module = _DIALECTS.get(dialect)
+    if module is None:
+        return None
+    stmt = import_module(module).insert(table).on_conflict_do_nothing()
+    return stmt if returning is None else stmt.returning(returning)
+
+
+def insert_ignoring(conn: Connection, table: Table) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING`` into ``table`` on this connection's back-end (on
+    another one: a plain INSERT)."""
+    stmt = insert_ignoring_conflict(conn.dialect.name, table)
+    return insert(table) if stmt is None else stmt
+
+
+def _where(table: Table, **params: str) -> list[Any]:
+    """``table.<column> = :<param>`` for each ``column=param``."""
+    return [table.c[c] == bindparam(p) for c, p in params.items()]
+
+
+# -- an append ----------------------------------------------------------------------------
+INSERT_EVENT = insert(EVENTS).returning(EVENTS.c.seq)
+_STEP = _where(STEPS, plan_id="p_plan", step_id="p_step")
+#: The step's projection row, locked (PostgreSQL ``FOR UPDATE``; SQLite holds the write lock).
+STEP_STATE = select(STEPS.c.state).where(*_STEP).with_for_update()
+UPDATE_STEP = (
+    update(STEPS).where(*_STEP).values(last_seq=bindparam("last_seq"), state=bindparam("state"))
+)
+HOLDER = select(HOLDS.c.step_id, HOLDS.c.run_id).where(
+    *_where(HOLDS, plan_id="p_plan", branch="p_branch")
+)
+RELEASE_HOLD = delete(HOLDS).where(
+    *_where(HOLDS, plan_id="p_plan", branch="p_branch", step_id="p_step", run_id="p_run")
+)
+RENEW = (
+    update(HOLDS).where(*_where(HOLDS, run_id="p_run")).values(lease_until=bindparam("lease_until"))
+)
+#: A plan's ``renamed:`` and ``closed:`` meta rows (plan_close.refuse_if_stopped).
+STOP_ROWS = select(META.c.key, META.c.value).where(
+    META.c.key.in_([bindparam("p_renamed"), bindparam("p_closed")])
+)
+
+# -- reads ------------------------------------------------------------------------------
+STEP_STATES = select(STEPS.c.state).where(*_where(STEPS, plan_id="p_plan"))
+PLAN_HOLDS = select(HOLDS).where(*_where(HOLDS, plan_id="p_plan"))
+COUNT_EVENTS = select(func.count()).select_from(EVENTS).where(*_where(EVENTS, plan_id="p_plan"))
+
+# -- meta rows --------------------------------------------------------------------------
+META_VALUE = select(META.c.value).where(*_where(META, key="p_key"))
+META_VALUE_LOCKED = META_VALUE.with_for_update()
+INSERT_META = insert(META)
+UPDATE_META = update(META).where(*_where(META, key="p_key")).values(value=bindparam("value"))
+
+# -- receipts ---------------------------------------------------------------------------
+RECEIPT = select(RECEIPTS).where(*_where(RECEIPTS, key="p_key"))
+RECEIPT_LOCKED = RECEIPT.with_for_update()
+RECEIPTS_OF_PLAN = select(RECEIPTS).where(*_where(RECEIPTS, plan_id="p_plan"))
+RECEIPTS_OF_STEP = select(RECEIPTS).where(*_where(RECEIPTS, plan_id="p_plan", step_id="p_step"))
+UPDATE_RECEIPT = (
+    update(RECEIPTS)
+    .where(*_where(RECEIPTS, key="p_key"))
+    .values({c.name: bindparam(c.name) for c in RECEIPTS.columns if c.name != "key"})
+)
 
 
 def insert_step_states(
@@ -120,7 +243,6 @@ def insert_step_states(
 ) -> int:
     """Write folded step states as the plan's projection rows (after a rebuild, a rename or a
     restore); return how many."""
-    table = StepRow.__table__  # type: ignore[attr-defined]
     rows = [
         {
             "plan_id": plan_id,
@@ -130,6 +252,6 @@ def insert_step_states(
         }
         for step_id, st in states.items()
     ]
-    if rows:  # one statement for all (the sqlite3 path compiles a statement once per call)
-        conn.execute(insert(table), rows)
+    if rows:  # one statement for all
+        conn.execute(insert(STEPS), rows)
     return len(rows)

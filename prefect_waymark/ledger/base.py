@@ -74,9 +74,7 @@ class Hold:
 
 
 class LedgerReader(Protocol):
-    """What read-only commands (``waymark status``) need: every :class:`Ledger` is one, and so is
-    the stdlib reader of a SQLite file (:class:`.sqlite_reader.SqliteReader`).
-    """
+    """What read-only commands (``waymark status``) need: every :class:`Ledger` is one."""
 
     url: str
     #: The ledger's identity (a UUID written at creation); ``None`` for a ledger of schema 1

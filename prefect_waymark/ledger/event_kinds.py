@@ -98,8 +98,7 @@ REF_EVENT_KINDS = (EventKind.reanchor, EventKind.accepted_versions)
 
 
 class EventLike(Protocol):
-    """What the status readers read of an event: a :class:`~.events.ProgressEvent`, or one
-    read without pydantic (:class:`~.plain_rows.PlainEvent`)."""
+    """What the status readers read of an event (a :class:`~.events.ProgressEvent`)."""
 
     @property
     def seq(self) -> int | None: ...

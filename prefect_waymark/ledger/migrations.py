@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from ..errors import LedgerError
+from ._tables import INSERT_META, META_VALUE, UPDATE_META
 from .schema import LEDGER_ID_KEY, SCHEMA_VERSION, SCHEMA_VERSION_KEY
-from .statements import INSERT_META, META_VALUE, UPDATE_META
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
+from ._tables import EVENTS, HOLDS, META, RECEIPTS, STEPS
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .plan_close import closed_meta
 from .plan_rename import renamed_to
 from .receipt_records import ReceiptRecord
 from .restored_refs import SEQ_MAX, restored_holds, shift_refs
-from .schema import EVENTS, LEDGER_ID_KEY, event_from_row, event_values
-from .statements import table
+from .schema import LEDGER_ID_KEY, event_from_row, event_values
 from .step_state import StepState, apply_event
 
 if TYPE_CHECKING:
@@ -40,10 +40,8 @@ __all__ = ["ArchiveSnapshot", "PlanArchive"]
 
 
 def _tables() -> tuple[Any, Any, Any, Any, Any]:
-    """The events, steps, receipts, meta and holds tables (SQLAlchemy: an archive is rare)."""
-    names = ("waymark_events", "waymark_steps", "waymark_receipts", "waymark_meta", "waymark_holds")
-    ev, steps, rc, meta, holds = (table(n) for n in names)
-    return ev, steps, rc, meta, holds
+    """The events, steps, receipts, meta and holds tables."""
+    return EVENTS, STEPS, RECEIPTS, META, HOLDS
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,7 @@ class PlanArchive:
         """At most ``limit`` events of the plan with ``after_seq < seq <= upto_seq``, in order."""
         from sqlalchemy import select
 
-        _ev = table("waymark_events")
+        _ev = EVENTS
         q = (
             select(_ev)
             .where(_ev.c.plan_id == plan_id, _ev.c.seq > after_seq, _ev.c.seq <= upto_seq)
@@ -224,7 +222,7 @@ class PlanArchive:
 
         from ._tables import insert_step_states
 
-        _holds = table("waymark_holds")
+        _holds = HOLDS
         states: dict[str, StepState] = {}
         last: dict[str, int] = {}
         started: dict[str, ProgressEvent] = {}

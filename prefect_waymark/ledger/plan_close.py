@@ -20,9 +20,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError, PlanClosedError
+from ._tables import HOLDS, INSERT_META, RECEIPTS, STEP_STATES, STEPS, STOP_ROWS
 from .events import EventKind, ProgressEvent
-from .schema import HOLDS, RECEIPTS, STEPS
-from .statements import INSERT_META, STEP_STATES, STOP_ROWS
 from .step_state import StepState, states_by_step
 
 if TYPE_CHECKING:

@@ -11,13 +11,15 @@ has a history in this ledger.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, insert, select, update
 
 from ..errors import LedgerError
+from ._tables import EVENTS, HOLDS, META, META_VALUE, RECEIPTS, STEPS, insert_step_states
 from .base import LedgerReader
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .schema import event_from_row, event_values, kind_names
-from .statements import META_VALUE, table
 from .step_state import StepState, apply_event
 
 if TYPE_CHECKING:
@@ -26,13 +28,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 __all__ = ["PlanRenames", "check_not_renamed", "refuse_if_renamed", "renamed_to"]
-
-
-def _tables() -> tuple[Any, Any, Any, Any, Any]:
-    """The events, steps, holds, receipts and meta tables (SQLAlchemy: a rename is rare)."""
-    names = ("waymark_events", "waymark_steps", "waymark_holds", "waymark_receipts", "waymark_meta")
-    ev, steps, holds, rc, meta = (table(n) for n in names)
-    return ev, steps, holds, rc, meta
 
 
 _COPIED = ("step_id", "branch", "kind", "run_id", "at", "data")
@@ -91,14 +86,12 @@ class PlanRenames:
         the rename cannot be done; then nothing changed."""
         if old == new:
             raise LedgerError(f"the plan is already called {new!r}: nothing to rename")
-        from sqlalchemy import insert, select, update
-
-        _ev, _steps, _holds, _rc, _meta = _tables()
+        _ev, _rc, _meta = EVENTS, RECEIPTS, META
         with self._write() as conn:
             if conn.dialect.name == "postgresql":
                 # Step starts (they take a hold first), action claims (they write receipts) and
                 # appends to either id wait until the rename commits, then see it and stop.
-                for table in (_holds.name, _rc.name, _steps.name):
+                for table in (HOLDS.name, RECEIPTS.name, STEPS.name):
                     conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
             self._check_rename(conn, old, new)
             copied = self._copy_events(conn, old, new)
@@ -124,9 +117,7 @@ class PlanRenames:
 
     @staticmethod
     def _check_rename(conn: Connection, old: str, new: str) -> None:
-        from sqlalchemy import func, select
-
-        _ev, _, _holds, _, _ = _tables()
+        _ev, _holds = EVENTS, HOLDS
 
         def count(plan_id: str) -> int:
             q = select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
@@ -162,9 +153,7 @@ class PlanRenames:
     @staticmethod
     def _copy_events(conn: Connection, old: str, new: str) -> int:
         """Copies in the old order (inserted one by one in it, so their ``seq`` keeps it)."""
-        from sqlalchemy import insert, select
-
-        _ev = table("waymark_events")
+        _ev = EVENTS
         q = select(*(_ev.c[c] for c in _COPIED)).where(_ev.c.plan_id == old).order_by(_ev.c.seq)
         rows = [{"plan_id": new, **dict(zip(_COPIED, r, strict=True))} for r in conn.execute(q)]
         if rows:
@@ -173,11 +162,7 @@ class PlanRenames:
 
     @staticmethod
     def _fold_copies(conn: Connection, plan_id: str) -> int:
-        from sqlalchemy import select
-
-        from ._tables import insert_step_states
-
-        _ev = table("waymark_events")
+        _ev = EVENTS
         q = (
             select(_ev)
             .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(STEP_EVENT_KINDS)))

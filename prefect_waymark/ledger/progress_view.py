@@ -44,8 +44,7 @@ class PlanLike(Protocol):
 
 
 class StateLike(Protocol):
-    """What the view reads of a step's state: a :class:`~.step_state.StepState`, or a projection
-    row read without pydantic (:mod:`prefect_waymark.ledger.plain_rows`)."""
+    """What the view reads of a step's state (a :class:`~.step_state.StepState`)."""
 
     @property
     def status(self) -> StepStatus: ...

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ..models import ActionReceipt
-from .schema import RECEIPTS
 
 __all__ = [
     "MAX_RESULT_CHARS",
@@ -32,8 +30,6 @@ ReceiptState = Literal["intent", "applied", "not_applied"]
 ClaimStatus = Literal["claimed", "applied", "open"]
 # Results larger than this are not kept in the receipt (their hash still is).
 MAX_RESULT_CHARS = 16_000
-# The record's fields that are columns of their own; the rest is the row's ``data`` (JSON).
-_COLUMNS = tuple(c for c in RECEIPTS.columns if c != "data")
 
 
 def default_action_key(plan_id: str, step_id: str, action: str) -> str:
@@ -66,17 +62,21 @@ class ReceiptRecord(BaseModel):
     note: str | None = None
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> ReceiptRecord:
-        """The record from its row: the values of ``RECEIPTS``'s columns, in their order."""
-        values = dict(zip(RECEIPTS.columns, row, strict=True))
+    def from_row(cls, row: Any) -> ReceiptRecord:
+        """The record from its row (a row of every column of ``waymark_receipts``)."""
+        values = dict(row._mapping)
         data = json.loads(values.pop("data"))
         return cls(**values, **data)
 
     def row_values(self) -> dict[str, Any]:
-        """The record as a row of ``waymark_receipts``."""
-        data = self.model_dump(exclude=set(_COLUMNS))
+        """The record as a row of ``waymark_receipts``: the fields that are columns of their
+        own, the rest as ``data`` (JSON)."""
+        from ._tables import RECEIPTS  # a row is written where a ledger is open
+
+        columns = [c.name for c in RECEIPTS.columns if c.name != "data"]
+        data = self.model_dump(exclude=set(columns))
         return {
-            **{c: getattr(self, c) for c in _COLUMNS},
+            **{c: getattr(self, c) for c in columns},
             "data": json.dumps(data, default=str, sort_keys=True),
         }
 

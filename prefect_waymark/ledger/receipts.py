@@ -18,14 +18,24 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import uuid
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import LedgerError, ReceiptConflictError
+from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
+
+from ..errors import ReceiptConflictError
 from ..models import utcnow
+from ._tables import (
+    RECEIPT,
+    RECEIPT_LOCKED,
+    RECEIPTS,
+    RECEIPTS_OF_PLAN,
+    RECEIPTS_OF_STEP,
+    UPDATE_RECEIPT,
+    insert_ignoring_conflict,
+)
 from .base import this_host
 from .events import EventKind, ProgressEvent
 from .plan_rename import refuse_if_renamed
@@ -36,18 +46,9 @@ from .receipt_records import (
     ReceiptStore,
     default_action_key,
 )
-from .statements import (
-    INSERT_RECEIPT,
-    PLAIN_INSERT_RECEIPT,
-    RECEIPT,
-    RECEIPT_LOCKED,
-    RECEIPTS_OF_PLAN,
-    RECEIPTS_OF_STEP,
-    UPDATE_RECEIPT,
-)
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection, Engine
+    from sqlalchemy.engine import Connection
 
 __all__ = [
     "ActionClaim",
@@ -75,29 +76,6 @@ def _intent(
     )
 
 
-def _set_synchronous(conn: Connection, level: str) -> None:
-    """``PRAGMA synchronous`` on a SQLite connection outside any transaction (its DBAPI
-    connection is in autocommit mode: the ledger issues BEGIN itself)."""
-    raw = conn.connection.dbapi_connection
-    assert raw is not None
-    raw.execute(f"PRAGMA synchronous={level}")
-
-
-def _restore_synchronous(conn: Connection) -> None:
-    """Back to the ledger's ``NORMAL`` before the connection returns to the pool. A COMMIT that
-    failed may have left the transaction open (SQLite refuses the pragma inside one): rolled
-    back first; a connection that cannot be restored is dropped, never pooled at FULL. Never
-    raises: the transaction's own error, if any, is the one that counts."""
-    try:
-        raw = conn.connection.dbapi_connection
-        assert raw is not None
-        if raw.in_transaction:
-            raw.rollback()
-        raw.execute("PRAGMA synchronous=NORMAL")
-    except Exception:  # noqa: BLE001 - broken: the pool opens a fresh connection instead
-        conn.invalidate()
-
-
 def _update_values(rec: ReceiptRecord) -> dict[str, Any]:
     """The parameters of ``UPDATE_RECEIPT`` for ``rec``'s row (its key is the row's)."""
     values = rec.row_values()
@@ -123,9 +101,6 @@ class SqlReceipts(ReceiptStore):
     """
 
     if TYPE_CHECKING:  # provided by SqlLedger
-
-        @property
-        def _engine(self) -> Engine: ...
 
         def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 
@@ -281,44 +256,15 @@ class SqlReceipts(ReceiptStore):
         return sorted(rows, key=lambda r: (r.intent_at, r.key))
 
     # -- helpers -------------------------------------------------------------------------
-    @contextmanager
-    def _sa_write(self, *, durable: bool = False) -> Iterator[Connection]:
-        """One write transaction through SQLAlchemy's engine (the ``sqlite3`` path:
-        ``LeanSqlite.begin``). ``durable``: its commit is on disk when it returns. SQLite
-        commits it with ``synchronous=FULL`` — the ledger's own ``NORMAL`` (WAL) survives a
-        killed process but not a power loss or an OS crash, which could take an intent back
-        after its effect happened and let the next run do the effect again; PostgreSQL with
-        ``synchronous_commit = on``, whatever the server, role or database sets."""
-        from sqlalchemy.exc import OperationalError
-
-        try:
-            with self._engine.connect() as conn:
-                full = durable and conn.dialect.name == "sqlite"
-                if full:
-                    _set_synchronous(conn, "FULL")
-                try:
-                    with conn.begin():
-                        if durable and conn.dialect.name == "postgresql":
-                            conn.exec_driver_sql("SET LOCAL synchronous_commit = on")
-                        yield conn
-                finally:
-                    if full:
-                        _restore_synchronous(conn)
-        except OperationalError as exc:
-            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
-        except sqlite3.OperationalError as exc:  # the pragma itself (a locked or broken file)
-            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
-
     def _insert_new(self, conn: Connection, rec: ReceiptRecord) -> bool:
         # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL
         # transaction).
-        if conn.dialect.name == "sqlite" or INSERT_RECEIPT.sa(conn.dialect.name) is not None:
-            return conn.execute(INSERT_RECEIPT, rec.row_values()).first() is not None
-        from sqlalchemy.exc import IntegrityError
-
+        claim = insert_ignoring_conflict(conn.dialect.name, RECEIPTS, RECEIPTS.c.key)
+        if claim is not None:
+            return conn.execute(claim, rec.row_values()).first() is not None
         try:  # another SQL back-end: let the primary key raise
             with conn.begin_nested():
-                conn.execute(PLAIN_INSERT_RECEIPT, rec.row_values())
+                conn.execute(insert(RECEIPTS), rec.row_values())
             return True
         except IntegrityError:
             return False

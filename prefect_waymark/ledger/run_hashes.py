@@ -10,18 +10,48 @@ of the plan on the same ledger), and otherwise ``step_hashes_run``: the run whos
 ``run_started`` holds the very same hashes (the plan hash is a digest of them,
 :meth:`~prefect_waymark.plan.spec.PlanSpec.plan_hash`).
 :func:`run_step_hashes` reads either back.
+
+Ledgers written before this hold the hashes in every run: :func:`light_events` reads events
+without them, for the readers that never look at them (the plan page, the metrics, a run's
+marker and its run id read ``run_started`` events at every run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .base import LedgerReader
-from .events import EventKind
-from .light_events import light_events
+from .events import EventKind, ProgressEvent
 
-__all__ = ["run_step_hashes", "run_hash_fields"]
+__all__ = ["HEAVY_KEYS", "light_events", "run_hash_fields", "run_step_hashes"]
+
+#: What :func:`light_events` leaves out of the events' data.
+HEAVY_KEYS = ("step_hashes",)
+
+
+def light_events(
+    ledger: LedgerReader,
+    plan_id: str,
+    kinds: Iterable[EventKind | str],
+    *,
+    run_id: str | None = None,
+    after_seq: int = 0,
+) -> list[ProgressEvent]:
+    """``ledger.events(plan_id, after_seq=..., kinds=...)`` of ``run_id`` only (if given), each
+    without :data:`HEAVY_KEYS` in its data."""
+    return [
+        _without_heavy(e)
+        for e in ledger.events(plan_id, after_seq=after_seq, kinds=list(kinds))
+        if run_id is None or e.run_id == run_id
+    ]
+
+
+def _without_heavy(ev: ProgressEvent) -> ProgressEvent:
+    if not any(k in ev.data for k in HEAVY_KEYS):
+        return ev
+    data = {k: v for k, v in ev.data.items() if k not in HEAVY_KEYS}
+    return ev.model_copy(update={"data": data})
 
 
 def run_hash_fields(

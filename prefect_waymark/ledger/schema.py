@@ -1,19 +1,13 @@
-"""The ledger's storage schema, defined once: its tables, their columns, and how a row becomes a
-record again.
+"""The ledger schema's version, and how an event becomes a row and a row an event again.
 
-Standard library only (the event model loads when a row becomes an event), so the stdlib reader
-(:mod:`.sqlite_reader`) builds its SQL from it without importing SQLAlchemy or pydantic. The
-SQLModel tables (:mod:`._tables`) take their names from here and are checked against these
-columns when they load; :class:`.SqlLedger` and the reader turn rows into events with the same
-functions below, and projection rows into step states with
-:func:`.step_state.states_by_step` (:mod:`.plain_rows` without pydantic).
+Standard library only (the event model loads when a row becomes an event): the tables
+themselves are defined once, as SQLModel tables, in :mod:`._tables`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +18,9 @@ if TYPE_CHECKING:
     from .events import ProgressEvent
 
 __all__ = [
-    "EVENTS",
-    "HOLDS",
     "LEDGER_ID_KEY",
-    "META",
-    "RECEIPTS",
     "SCHEMA_VERSION",
     "SCHEMA_VERSION_KEY",
-    "STEPS",
-    "TABLES",
-    "TableDef",
     "check_schema_version",
     "event_fields",
     "event_from_row",
@@ -50,37 +37,6 @@ SCHEMA_VERSION_KEY = "schema_version"
 LEDGER_ID_KEY = "ledger_id"
 
 
-@dataclass(frozen=True)
-class TableDef:
-    """A table's name and its columns, in their order in the table."""
-
-    name: str
-    columns: tuple[str, ...]
-
-    def select(self, where: str, tail: str = "") -> str:
-        """``SELECT <every column> FROM <table> WHERE <where> <tail>`` (for the stdlib reader)."""
-        return f"SELECT {', '.join(self.columns)} FROM {self.name} WHERE {where} {tail}".rstrip()
-
-
-META = TableDef("waymark_meta", ("key", "value"))
-#: Append-only progress events; ``data`` is the kind's payload as JSON.
-EVENTS = TableDef(
-    "waymark_events", ("seq", "plan_id", "step_id", "branch", "kind", "run_id", "at", "data")
-)
-#: The projection: one row per step, ``state`` is a :class:`StepState` as JSON.
-STEPS = TableDef("waymark_steps", ("plan_id", "step_id", "last_seq", "state"))
-#: The single in_progress slot of each (plan, branch); columns in the order of ``Hold``'s fields.
-HOLDS = TableDef(
-    "waymark_holds",
-    ("plan_id", "branch", "step_id", "run_id", "host", "pid", "since", "lease_until"),
-)
-#: Intents and receipts of irreversible actions; the rest of a record is ``data`` (JSON).
-RECEIPTS = TableDef(
-    "waymark_receipts", ("key", "plan_id", "step_id", "action", "state", "run_id", "data")
-)
-TABLES = (META, EVENTS, STEPS, HOLDS, RECEIPTS)
-
-
 def check_schema_version(found: int, where: str) -> None:
     """Refuse a ledger whose schema was written by a newer prefect-waymark."""
     if found > SCHEMA_VERSION:
@@ -91,17 +47,17 @@ def check_schema_version(found: int, where: str) -> None:
         )
 
 
-def event_fields(row: Sequence[Any]) -> dict[str, Any]:
-    """An event's fields from its row (the values of :data:`EVENTS`'s columns, in their
-    order): ``at`` a datetime, ``data`` a dict, ``kind`` as stored (a plain string)."""
-    values = dict(zip(EVENTS.columns, row, strict=True))
+def event_fields(row: Any) -> dict[str, Any]:
+    """An event's fields from its row (a row of every column of the events table): ``at`` a
+    datetime, ``data`` a dict, ``kind`` as stored (a plain string)."""
+    values = dict(row._mapping)
     values["at"] = datetime.fromisoformat(values["at"])
     values["data"] = json.loads(values["data"])
     return values
 
 
-def event_from_row(row: Sequence[Any]) -> ProgressEvent:
-    """An event from its row: the values of :data:`EVENTS`'s columns, in their order."""
+def event_from_row(row: Any) -> ProgressEvent:
+    """An event from its row (a row of every column of the events table)."""
     from .events import ProgressEvent
 
     return ProgressEvent(**event_fields(row))

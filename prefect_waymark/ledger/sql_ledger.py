@@ -1,60 +1,73 @@
-"""The SQL ledger: SQLite (WAL, the embedded default) or PostgreSQL through psycopg 3.
+"""The SQL ledger: SQLite (WAL, the embedded default) or PostgreSQL through psycopg 3, one path.
 
-A SQLite ledger file runs on the standard library's ``sqlite3`` (``ledger/dbapi_conn.py``, the
-statements of ``ledger/statements.py``): a run, a check-in or a read imports no SQLAlchemy.
-PostgreSQL, a SQLite URL with query options and ``lean=False`` go through SQLAlchemy's engine.
+Every statement is built once from the SQLModel tables (:mod:`._tables`) and runs on
+SQLAlchemy's engine for both back-ends (:mod:`.connection`). SQLite keeps its settings through
+the engine's events: the ledger's pragmas on each new connection, ``BEGIN IMMEDIATE`` for every
+write transaction (concurrent writers queue for the lock instead of failing mid-way), a deferred
+``BEGIN`` for reads (one snapshot, writers go on). SQLAlchemy is imported when a ledger is
+opened, not when this package is.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import insert, inspect, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from ..errors import BranchBusyError, LedgerError, LedgerNotFound
+from ._tables import (
+    EVENTS,
+    HOLDER,
+    HOLDS,
+    INSERT_EVENT,
+    META,
+    META_VALUE,
+    META_VALUE_LOCKED,
+    RELEASE_HOLD,
+    RENEW,
+    STEP_STATE,
+    STEPS,
+    UPDATE_STEP,
+    insert_ignoring,
+    insert_ignoring_conflict,
+    insert_step_states,
+    metadata,
+)
 from .base import Ledger, event_kind, this_host
-from .dbapi_conn import LeanSqlite, set_ledger_pragmas
+from .connection import BEGIN_OPTION, make_engine, restore_synchronous, set_synchronous
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
-from .plain_rows import new_state_fields
 from .plan_archive import PlanArchive
 from .plan_close import GUARDED_KINDS, PlanCloses, refuse_if_stopped
 from .plan_rename import PlanRenames
 from .receipts import SqlReceipts
-from .row_cache import RowCache
 from .schema import (
     LEDGER_ID_KEY,
-    META,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
-    STEPS,
     check_schema_version,
     event_from_row,
     event_values,
     kind_names,
 )
 from .sql_reads import SqlReads
-from .sqlite_ddl import create_missing_tables, existing_tables
-from .sqlite_reader import sqlite_path
-from .statements import (
-    CLAIM_META,
-    CLAIM_STEP,
-    HOLDER,
-    INSERT_EVENT,
-    META_VALUE,
-    META_VALUE_LOCKED,
-    RELEASE_HOLD,
-    RENEW,
-    STEP_STATE,
-    TAKE_HOLD,
-    UPDATE_STEP,
-    table,
+from .step_state import (
+    StepState,
+    apply_event,
+    check_status_transition,
+    folded_json,
+    new_state_fields,
+    row_fields,
 )
-from .step_state import StepState, apply_event, check_status_transition, folded_json, row_fields
 from .urls import check_ledger_url
 
 if TYPE_CHECKING:
@@ -63,77 +76,52 @@ if TYPE_CHECKING:
 __all__ = ["SqlLedger"]
 
 
-def _sqlite_engine(url: str) -> Engine:
-    from sqlalchemy import create_engine, event
-
-    engine = create_engine(url)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        set_ledger_pragmas(dbapi_conn)  # the sqlite3 path's settings: we issue BEGIN ourselves
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        # Take the write lock up front: concurrent writers queue instead of failing mid-way.
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
+# A forked child's copies of its parent's connection pools: kept referenced, never used or
+# closed in the child (closing one would roll back the parent's handle from the wrong process).
+_INHERITED: list[Any] = []
 
 
 class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
-    def __init__(self, url: str, *, create: bool = True, lean: bool = True) -> None:
-        """``lean`` (a SQLite file): everything goes through one ``sqlite3`` connection
-        (``ledger/dbapi_conn.py``) instead of SQLAlchemy — the same statements, ~3x the append
-        rate, no SQLAlchemy import; ``lean=False`` keeps SQLAlchemy's path (the conformance
-        suite runs both)."""
+    def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = check_ledger_url(url)  # a malformed or in-memory URL: LedgerUrlError
-        self._lean: LeanSqlite | None = None
         self._sa_engine: Engine | None = None
+        self._pid = os.getpid()
+        self._local = threading.local()  # this thread is inside one of our transactions
         self._sqlite = url.split(":", 1)[0].split("+", 1)[0].lower() == "sqlite"
         if self._sqlite:
-            path = sqlite_path(url) if lean else None
-            self._check_sqlite_file(path or self._sa_database(), create)
-            if path is not None:
-                self._lean = LeanSqlite(path)
+            self._check_sqlite_file(self._sa_database(), create)
         try:
-            if self._lean is not None:
-                self._prepare_lean(create)
-            else:
-                self._prepare(create)
-        except sqlite3.DatabaseError as exc:  # "file is not a database", a locked file, …
+            self._prepare(create)
+        except DatabaseError as exc:  # not only OperationalError: "file is not a database", …
             self.close()
-            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
-        except Exception as exc:
+            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
+        except BaseException:
             self.close()
-            if self._lean is None:
-                from sqlalchemy.exc import DatabaseError
-
-                if isinstance(exc, DatabaseError):  # not only OperationalError
-                    orig = exc.orig
-                    raise LedgerError(f"cannot open the ledger {self._safe_url()}: {orig}") from exc
             raise
 
     @property
     def _engine(self) -> Engine:
-        """SQLAlchemy's engine (PostgreSQL, ``lean=False``), made on first use."""
+        """SQLAlchemy's engine, made on first use; in a forked child, a pool of its own."""
         if self._sa_engine is None:
-            if self._sqlite:
-                self._sa_engine = _sqlite_engine(self.url)
-            else:
-                from sqlalchemy import create_engine
-                from sqlalchemy.exc import SQLAlchemyError
-
-                try:
-                    self._sa_engine = create_engine(self.url, pool_pre_ping=True)
-                except (SQLAlchemyError, ImportError) as exc:
-                    raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
+            try:
+                self._sa_engine = make_engine(self.url, self._sqlite)
+            except (SQLAlchemyError, ImportError) as exc:
+                raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
+        elif self._pid != os.getpid():
+            self._after_fork(self._sa_engine)
         return self._sa_engine
 
-    def _sa_database(self) -> Path | None:
-        from sqlalchemy.engine import make_url
+    def _after_fork(self, engine: Engine) -> None:
+        """In a forked child: leave the parent's connections alone (kept referenced, never
+        closed here), start a pool of our own."""
+        _INHERITED.append(engine.pool)
+        engine.dispose(close=False)
+        self._local = threading.local()
+        self._pid = os.getpid()
 
+    def _sa_database(self) -> Path | None:
         db = make_url(self.url).database or ""
         return Path(db) if db and db != ":memory:" else None
 
@@ -152,36 +140,24 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             raise LedgerNotFound(f"no ledger at {path}")
 
     def _safe_url(self) -> str:
-        if self._lean is not None:
+        if self._sqlite:
             return self.url  # a file URL: no password to hide
-        from sqlalchemy.engine import make_url
-
         return make_url(self.url).render_as_string(hide_password=True)
 
-    def _prepare_lean(self, create: bool) -> None:
-        """:meth:`_prepare` on the ``sqlite3`` connection: the tables from their DDL text."""
-        assert self._lean is not None
-        # Only an opener that may create (a run) takes the write lock and migrates.
-        with self._lean.begin() if create else self._lean.read() as conn:
-            if create:
-                create_missing_tables(conn.raw)
-            elif META.name not in existing_tables(conn.raw):
-                raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
-            self._prepare_rows(cast("Connection", conn), create)
-
     def _prepare(self, create: bool) -> None:
-        from sqlalchemy import inspect
-
-        from ._tables import metadata
-
         if create:
-            metadata.create_all(self._engine)
-        elif not inspect(self._engine).has_table(META.name):
-            raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
-        with self._engine.begin() as conn:
-            # Only an opener that may create (a run) locks the version row and migrates: one
-            # that reads or records a decision works with the schema as it is (schema 2 only
-            # added meta rows), so a read-only role or a standby can still read the ledger.
+            metadata.create_all(self._engine)  # each missing table, with its indexes, triggers
+        # Only an opener that may create (a run) takes the write lock, locks the version row
+        # and migrates: one that reads or records a decision works with the schema as it is
+        # (schema 2 only added meta rows), so a read-only role or a standby can still read it.
+        with self._held(), self._engine.connect() as conn:
+            if create:
+                with conn.begin():
+                    self._prepare_rows(conn, create)
+                return
+            self._reading(conn)
+            if not inspect(conn).has_table(META.name):
+                raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
             self._prepare_rows(conn, create)
 
     def _prepare_rows(self, conn: Connection, create: bool) -> None:
@@ -191,8 +167,9 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
         if found is None:
             if not create:
                 raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
-            for key, value in new_ledger_meta().items():  # a concurrent creator may be first
-                conn.execute(CLAIM_META, {"key": key, "value": value})
+            claim = insert_ignoring(conn, META)  # a concurrent creator may be first
+            for key, value in new_ledger_meta().items():
+                conn.execute(claim, {"key": key, "value": value})
             found = self._version(conn, lock=True)
             assert found is not None
         check_schema_version(found, self._safe_url())
@@ -209,39 +186,72 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
         row = conn.execute(q, {"p_key": SCHEMA_VERSION_KEY}).first()
         return None if row is None else int(row.value)
 
+    # -- the connection layer ----------------------------------------------------------------
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """This thread is inside one of the ledger's reads or transactions until the block ends.
+        A read or write begun inside another on the same thread would wait for itself (SQLite's
+        write lock, a PostgreSQL row lock) or not see what the outer one wrote: refused."""
+        if getattr(self._local, "busy", False):
+            raise LedgerError(
+                f"the ledger {self._safe_url()} was used again from inside one of its own "
+                "transactions (a nested read or write on the same thread): not supported"
+            )
+        self._local.busy = True
+        try:
+            yield
+        finally:
+            self._local.busy = False
+
+    def _reading(self, conn: Connection) -> None:
+        """``conn`` reads only: on SQLite its transaction begins deferred (no write lock)."""
+        if self._sqlite:
+            conn.execution_options(**{BEGIN_OPTION: "BEGIN"})
+
+    @contextmanager
+    def _read(self, *, snapshot: bool = False) -> Iterator[Connection]:
+        """A connection for reads. Its reads are one transaction, begun by the first (on SQLite
+        one snapshot; on PostgreSQL's default READ COMMITTED each read sees what was committed
+        before it): ``snapshot`` says a caller relies on that."""
+        with self._held(), self._engine.connect() as conn:
+            self._reading(conn)
+            yield conn
+
     @contextmanager
     def _write(self, *, durable: bool = False) -> Iterator[Connection]:
-        """One write transaction; ``durable``: on disk when it returns (SQLite commits it with
-        ``synchronous=FULL``, PostgreSQL with ``synchronous_commit = on``: intents, receipts)."""
-        if self._lean is None:
-            with self._sa_write(durable=durable) as conn:
-                yield conn
-            return
+        """One write transaction (SQLite: ``BEGIN IMMEDIATE``), committed when the block ends,
+        rolled back if anything raises. ``durable``: its commit is on disk when it returns.
+        SQLite commits it with ``synchronous=FULL`` — the ledger's own ``NORMAL`` (WAL)
+        survives a killed process but not a power loss or an OS crash, which could take an
+        intent back after its effect happened and let the next run do the effect again;
+        PostgreSQL with ``synchronous_commit = on``, whatever the server, role or database
+        sets."""
         try:
-            with self._lean.begin(durable=durable) as lean:
-                yield cast("Connection", lean)  # answers like SQLAlchemy's connection
-        except sqlite3.IntegrityError:
-            raise  # a constraint said no: the statement's own error, as on SQLAlchemy's path
-        except sqlite3.DatabaseError as exc:  # locked, read-only, not a database, …
+            with self._held(), self._engine.connect() as conn:
+                full = durable and self._sqlite
+                if full:
+                    set_synchronous(conn, "FULL")
+                try:
+                    with conn.begin():
+                        if durable and conn.dialect.name == "postgresql":
+                            conn.exec_driver_sql("SET LOCAL synchronous_commit = on")
+                        yield conn
+                finally:
+                    if full:
+                        restore_synchronous(conn)
+        except OperationalError as exc:  # locked, read-only, a lost server, …
+            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
+        except sqlite3.OperationalError as exc:  # the pragma itself (a locked or broken file)
             raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
 
     # -- writes --------------------------------------------------------------------------
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
         if type(event.kind) is not EventKind:  # built without validation (model_construct)
             event = event.model_copy(update={"kind": event_kind(event.kind)})
-        if self._lean is not None:
-            try:
-                with self._lean.begin(rows=True) as lean:
-                    # The same statements on a DBAPI connection that answers like SQLAlchemy's.
-                    return self._append(cast("Connection", lean), event, lease_seconds)
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
-        with self._sa_write() as conn:
+        with self._write() as conn:
             return self._append(conn, event, lease_seconds)
 
     def _append(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> ProgressEvent:
-        # An append's own transaction on the lean path: what earlier appends wrote (row_cache).
-        rows: RowCache | None = getattr(conn, "rows", None)
         fields: dict[str, Any] | None = None
         new_row = False
         key = {"p_plan": ev.plan_id, "p_step": ev.step_id}
@@ -250,9 +260,7 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
                 raise LedgerError(f"a {ev.kind} event needs a step_id")
             if ev.kind == EventKind.step_started:
                 self._take_hold(conn, ev, lease_seconds)
-            fields = rows.take(ev.plan_id, ev.step_id) if rows is not None else None
-            if fields is None:
-                fields, new_row = self._step_fields(conn, ev, key, rows is not None)
+            fields, new_row = self._step_fields(conn, ev, key)
             status = fields["status"] if fields is not None else None
             check_status_transition(status, ev)
             if ev.kind in RELEASE_EVENT_KINDS or (
@@ -260,12 +268,10 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
                 and status == "in_progress"
             ):
                 self._release_hold(conn, ev, fields["branch"] if fields is not None else None)
-        if ev.kind in GUARDED_KINDS and not (rows is not None and rows.is_open(ev.plan_id)):
+        if ev.kind in GUARDED_KINDS:
             # Last, after the hold, the step row and (for an intent) the receipt row: on
             # PostgreSQL a rename's or a close's table locks have ordered us after it by now.
             refuse_if_stopped(conn, ev.plan_id, ev.kind)
-            if rows is not None and ev.kind != EventKind.plan_closed:
-                rows.saw_open(ev.plan_id)
         values = event_values(ev)
         seq = conn.execute(INSERT_EVENT, values).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
@@ -276,30 +282,28 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             state = folded_json(fields, ev, values["at"], values["data"])
             row = {"last_seq": seq, "state": state}
             new = {"plan_id": ev.plan_id, "step_id": ev.step_id, **row} if new_row else None
-            if new is None or conn.execute(CLAIM_STEP, new).rowcount != 1:
+            if new is None or conn.execute(insert_ignoring(conn, STEPS), new).rowcount != 1:
                 conn.execute(UPDATE_STEP, {**key, **row})
-            if rows is not None:
-                rows.keep(ev.plan_id, ev.step_id, fields, values["data"])
         return stored
 
     @staticmethod
     def _step_fields(
-        conn: Connection, ev: ProgressEvent, key: dict[str, Any], locked: bool
+        conn: Connection, ev: ProgressEvent, key: dict[str, Any]
     ) -> tuple[dict[str, Any] | None, bool]:
         """The step's fields as its projection row holds them (``None``: no row or an empty
-        one), and whether the row is to be inserted. ``locked``: this transaction holds the
-        database's write lock (SQLite), so a new step's row is inserted with its state at the
-        end; else an empty placeholder row is inserted now, to be locked (what PostgreSQL
-        needs; every path but a SQLite append's own transaction does so)."""
+        one), and whether the row is to be inserted. On SQLite the transaction holds the
+        database's write lock, so a new step's row is inserted with its state at the end; on
+        PostgreSQL an empty placeholder row is inserted now, to be locked."""
         row = conn.execute(STEP_STATE, key).first()
-        if row is None and locked:
+        if row is None and conn.dialect.name == "sqlite":
             return None, True
         if row is None:
             # A step's first event inserts an empty projection row first, so that SELECT
             # ... FOR UPDATE has a row to lock: a concurrent first event for the same step
             # then waits instead of failing on the primary key (PostgreSQL).
             placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
-            claimed = conn.execute(CLAIM_STEP, {**placeholder, "state": ""}).rowcount == 1
+            claim = insert_ignoring(conn, STEPS)
+            claimed = conn.execute(claim, {**placeholder, "state": ""}).rowcount == 1
             # Our own placeholder (locked by this transaction until it ends) is empty; only
             # when a concurrent first event inserted it first is there a state to re-read.
             row = None if claimed else conn.execute(STEP_STATE, key).first()
@@ -320,15 +324,13 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
         # ON CONFLICT DO NOTHING: the (plan_id, branch) primary key still decides who holds the
         # slot; a loser gets no row back instead of an error that would abort a PostgreSQL
         # transaction. Another SQL back-end: the primary key raises inside a savepoint.
-        if conn.dialect.name == "sqlite" or TAKE_HOLD.sa(conn.dialect.name) is not None:
-            taken = conn.execute(TAKE_HOLD, values).first() is not None
+        take = insert_ignoring_conflict(conn.dialect.name, HOLDS, HOLDS.c.branch)
+        if take is not None:
+            taken = conn.execute(take, values).first() is not None
         else:
-            from sqlalchemy import insert
-            from sqlalchemy.exc import IntegrityError
-
             try:
                 with conn.begin_nested():
-                    conn.execute(insert(table("waymark_holds")), values)
+                    conn.execute(insert(HOLDS), values)
                 taken = True
             except IntegrityError:
                 taken = False
@@ -372,28 +374,25 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
     def rebuild(self, plan_id: str, *, write: bool = False) -> dict[str, StepState]:
         if not write:
             return self._fold(self.events(plan_id, kinds=STEP_EVENT_KINDS))[0]
-        from sqlalchemy import delete, select
-
-        from ._tables import insert_step_states
-
-        ev, steps = table("waymark_events"), table("waymark_steps")
         # Read and rewrite in one transaction that keeps appends out meanwhile (SQLite: the
         # BEGIN IMMEDIATE write lock; PostgreSQL: a lock on the projection table).
         with self._write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.exec_driver_sql(f"LOCK TABLE {STEPS.name} IN SHARE ROW EXCLUSIVE MODE")
-            q = select(ev).where(
-                ev.c.plan_id == plan_id, ev.c.kind.in_(kind_names(STEP_EVENT_KINDS))
+            q = select(EVENTS).where(
+                EVENTS.c.plan_id == plan_id, EVENTS.c.kind.in_(kind_names(STEP_EVENT_KINDS))
             )
             states, last = self._fold(
-                [event_from_row(r) for r in conn.execute(q.order_by(ev.c.seq))]
+                [event_from_row(r) for r in conn.execute(q.order_by(EVENTS.c.seq))]
             )
-            conn.execute(delete(steps).where(steps.c.plan_id == plan_id))
+            conn.execute(STEPS.delete().where(STEPS.c.plan_id == plan_id))
             insert_step_states(conn, plan_id, states, last)
         return states
 
     def close(self) -> None:
-        if self._lean is not None:
-            self._lean.close()
-        if self._sa_engine is not None:
-            self._sa_engine.dispose()
+        engine = self._sa_engine
+        if engine is None:
+            return
+        if self._pid != os.getpid():
+            self._after_fork(engine)  # the parent's connections are the parent's to close
+        engine.dispose()

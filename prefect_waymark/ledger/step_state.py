@@ -13,8 +13,6 @@ from pydantic_core import to_json
 from ..errors import TransitionError
 from ..models import StepStatus
 from .events import ACTION_EVENT_KINDS, EventKind, ProgressEvent
-from .plain_rows import new_state_fields, row_fields
-from .trusted_model import trusted_model
 
 __all__ = [
     "StepState",
@@ -22,6 +20,7 @@ __all__ = [
     "apply_to_fields",
     "check_status_transition",
     "folded_json",
+    "new_state_fields",
     "row_fields",
     "states_by_step",
 ]
@@ -90,6 +89,35 @@ class StepState(BaseModel):
     skipped: str | None = None
 
 
+#: A step with no events yet: :class:`StepState`'s fields and defaults as JSON values, in order.
+STATE_FIELDS: dict[str, Any] = StepState(step_id="").model_dump(mode="json")
+_NAMES = tuple(STATE_FIELDS)
+_CONTAINERS = tuple((k, v) for k, v in STATE_FIELDS.items() if isinstance(v, dict | list))
+
+
+def new_state_fields(step_id: str) -> dict[str, Any]:
+    """The fields of a step with no events yet (fresh containers: a fold changes them in
+    place)."""
+    fields = STATE_FIELDS.copy()
+    for name, empty in _CONTAINERS:
+        fields[name] = empty.copy()
+    fields["step_id"] = step_id
+    return fields
+
+
+def row_fields(text: str | None, step_id: str) -> dict[str, Any] | None:
+    """A projection row's ``state`` as fields (``None`` for no row or a new row's placeholder).
+    A row an older version wrote may lack a newer field: it gets the default, and the fields
+    come in the model's order, only the model's."""
+    if not text:
+        return None
+    fields: dict[str, Any] = json.loads(text)
+    if tuple(fields) != _NAMES:
+        found, fields = fields, new_state_fields(step_id)
+        fields.update((k, found[k]) for k in fields.keys() & found.keys())
+    return fields
+
+
 def check_status_transition(status: str | None, event: ProgressEvent) -> None:
     """Raise :class:`TransitionError` if ``event`` may not follow the step's current status
     (``None``: the step has no events yet)."""
@@ -118,7 +146,7 @@ def apply_event(state: StepState | None, event: ProgressEvent) -> StepState:
     fields["status"] = StepStatus(fields["status"])
     if fields["status_before_review"] is not None:
         fields["status_before_review"] = StepStatus(fields["status_before_review"])
-    return trusted_model(StepState, fields)
+    return StepState.model_construct(**fields)
 
 
 def folded_json(fields: dict[str, Any], event: ProgressEvent, at: str, data_json: str) -> str:

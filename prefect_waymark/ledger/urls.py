@@ -2,14 +2,14 @@
 refused (an in-memory SQLite database, in any of its spellings), a malformed URL gives one line
 instead of SQLAlchemy's traceback, and a server database must be named.
 
-A ``sqlite`` URL is read with the standard library, so ``waymark status`` still starts without
-SQLAlchemy; any other URL is parsed by SQLAlchemy, which opens it next anyway.
+Checked with the standard library: a command that only checks a URL imports no SQLAlchemy.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
+from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
 from ..errors import LedgerUrlError
@@ -20,6 +20,7 @@ __all__ = [
     "has_password",
     "is_relative_sqlite",
     "shown_url",
+    "sqlite_path",
 ]
 
 #: What a ledger URL looks like, for the error messages.
@@ -32,6 +33,15 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
 # before the host (it may hold '/', '?', '#': SQLAlchemy takes them as part of it).
 _PASSWORD = re.compile(r"(://[^/@:]*):[^@]*@")
 _SHOWN_MAX = 200
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a plain ``sqlite:///PATH`` URL (unquoted, as SQLAlchemy reads it); ``None``
+    for anything else, including URLs with query options."""
+    if not url.startswith("sqlite:///") or "?" in url:
+        return None
+    path = unquote(url.removeprefix("sqlite:///"))
+    return Path(path) if path and path != ":memory:" else None
 
 
 def has_password(url: str) -> bool:

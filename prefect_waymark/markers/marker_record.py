@@ -9,7 +9,7 @@ from typing import Any
 
 from ..ledger import Ledger
 from ..ledger.events import REF_EVENT_KINDS, EventKind, ProgressEvent
-from ..ledger.light_events import light_events
+from ..ledger.run_hashes import light_events
 from ..ledger.step_state import StepState
 from ..ledger.urls import shown_url
 from ..metrics import metric_values

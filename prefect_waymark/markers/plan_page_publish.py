@@ -109,7 +109,7 @@ class PlanPagePublisher:
         """The page's Markdown and its one-line description, from the ledger now (``view``: the
         view of the ``states`` given, if the caller built it; ``ui_url``: the UI's address, if
         the caller knows it — else Prefect's settings say it)."""
-        from ..ledger.light_events import light_events
+        from ..ledger.run_hashes import light_events
         from ..models import utcnow
         from .plan_page import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from ..ledger.base import LedgerReader
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.light_events import light_events
 from ..ledger.receipt_records import ReceiptRecord, ReceiptStore
+from ..ledger.run_hashes import light_events
 from ..ledger.step_state import StepState
 from ..models import GoalContract
 from ..plan.spec import PlanSpec

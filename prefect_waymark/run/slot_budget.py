@@ -17,7 +17,7 @@ from datetime import datetime
 
 from ..ledger import Ledger
 from ..ledger.events import EventKind
-from ..ledger.light_events import light_events
+from ..ledger.run_hashes import light_events
 
 __all__ = ["SlotBudget", "slot_budget"]
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from ..errors import ForbiddenActionError, NeedsReview, OutcomeUnknownError, StepError
 from ..ledger.base import pid_alive, this_host
 from ..ledger.identity import default_executor
-from ..ledger.receipts import ReceiptRecord, default_action_key
+from ..ledger.receipt_records import ReceiptRecord, default_action_key
 from ..models import ActionReceipt, forbidden_rule
 
 if TYPE_CHECKING:

@@ -354,8 +354,9 @@ def test_status_validate_and_schema_never_import_prefect(busy_plan: Path, pg_url
         assert "prefect_waymark.flows" not in result["heavy"]
         assert "prefect_waymark.tasks" not in result["heavy"]
         assert result["gc"] is True, args  # no command turns the garbage collector off
-    # Plain status on SQLite does not even load SQLAlchemy (it is the bulk of its start-up).
-    assert probe("status", str(busy_plan), "--json")["heavy"] == []
+    # Plain status loads the ledger's one path (SQLAlchemy, the tables) and nothing heavier.
+    ledger_path = {"prefect_waymark.ledger._tables", "sqlalchemy", "sqlmodel"}
+    assert set(probe("status", str(busy_plan), "--json")["heavy"]) <= ledger_path
     assert probe("validate", str(busy_plan))["heavy"] == []
 
 

@@ -2,8 +2,7 @@
 fixture is an opened :class:`Ledger` on SQLite and on PostgreSQL.
 
 Every test that reads runs twice, through the ``reader`` fixture: once reading through the ledger
-itself, once through :func:`open_reader` on the same location (on SQLite that is the stdlib
-reader ``waymark status`` uses, which never imports SQLAlchemy).
+itself, once through :func:`open_reader` on the same location (a ledger that creates nothing).
 
 It proves: events are append-only and ordered; every status change is checked; one in_progress
 step per (plan, branch), enforced by the database's primary key; a refused event leaves no trace;
@@ -39,29 +38,25 @@ from prefect_waymark.ledger import (
     open_ledger,
     open_reader,
 )
-from prefect_waymark.ledger.sqlite_reader import SqliteReader
 from prefect_waymark.models import StepStatus
 from tests._support.postgres import PgServer
 
 PLAN = "conf-plan"
 
 
-@pytest.fixture(params=["sqlite", "sqlite-sqlalchemy", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres"])
 def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """SQLite (its appends on the lean DBAPI path, and on SQLAlchemy's) and PostgreSQL."""
-    if request.param.startswith("sqlite"):
+    """SQLite and PostgreSQL."""
+    if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'ledger.db'}"
     url: str = request.getfixturevalue("pg_url")
     return url
 
 
 @pytest.fixture
-def ledger(request: pytest.FixtureRequest, ledger_url: str) -> Iterator[Ledger]:
-    """The implementation under test, opened (and created) on SQLite — appending through the
-    lean DBAPI path or through SQLAlchemy's — or on PostgreSQL."""
-    lean = request.node.callspec.params.get("ledger_url") != "sqlite-sqlalchemy"
-    led = SqlLedger(ledger_url, lean=lean)
-    assert (led._lean is not None) == (lean and ledger_url.startswith("sqlite"))
+def ledger(ledger_url: str) -> Iterator[Ledger]:
+    """The implementation under test, opened (and created) on SQLite or on PostgreSQL."""
+    led = SqlLedger(ledger_url)
     yield led
     led.close()
 
@@ -69,13 +64,12 @@ def ledger(request: pytest.FixtureRequest, ledger_url: str) -> Iterator[Ledger]:
 @pytest.fixture(params=["ledger", "open_reader"])
 def reader(request: pytest.FixtureRequest, ledger: Ledger) -> Iterator[LedgerReader]:
     """Who reads what ``ledger`` wrote: the ledger itself, or the read-only reader of its location
-    (the stdlib :class:`SqliteReader` on SQLite, a :class:`SqlLedger` that creates nothing on
-    PostgreSQL)."""
+    (a :class:`SqlLedger` that creates nothing)."""
     if request.param == "ledger":
         yield ledger
         return
     with open_reader(ledger.url) as read_only:
-        assert isinstance(read_only, SqliteReader) == ledger.url.startswith("sqlite")
+        assert isinstance(read_only, SqlLedger)
         yield read_only
 
 
@@ -589,3 +583,207 @@ def test_an_unreachable_database_says_so(pg_server: PgServer) -> None:
         SqlLedger(url)
     assert "cannot open the ledger" in str(info.value)
     assert "waymark_no_such_database" in str(info.value)
+
+
+# -- the connection layer (moved from the lean path's own tests) ---------------------------------
+def test_a_closed_plan_refuses_new_work_and_a_refusal_leaves_no_row(ledger: Ledger) -> None:
+    start(ledger, "a")
+    ledger.record(PLAN, "step_completed", step_id="a", branch="main", run_id="run-1")
+    ledger.close_plan(PLAN, lambda _states: {"by": "tester", "reason": "done"})
+    from prefect_waymark import PlanClosedError
+
+    with pytest.raises(PlanClosedError, match="was closed"):
+        ledger.record(PLAN, "step_started", step_id="b", branch="main", run_id="run-1")
+    kinds = [r[4] for r in raw_events(ledger.url)]
+    assert kinds == ["step_started", "step_completed", "plan_closed"]  # no more
+    assert ledger.holds(PLAN) == [] and set(ledger.step_states(PLAN)) == {"a"}
+
+
+def test_threads_append_one_transaction_at_a_time(ledger: Ledger) -> None:
+    """Step bodies record from task threads: each append is its own transaction, none lost."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def work(branch: str) -> None:
+        try:
+            for i in range(40):
+                sid = f"{branch}-{i}"
+                ledger.record(PLAN, "step_started", step_id=sid, branch=branch, run_id="r")
+                ledger.record(PLAN, "step_completed", step_id=sid, branch=branch, run_id="r")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"b{n}",)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    states = ledger.step_states(PLAN)
+    assert len(states) == 160 and {s.status for s in states.values()} == {"completed"}
+    assert ledger.count_events(PLAN) == 320 and ledger.holds(PLAN) == []
+
+
+def test_a_locked_sqlite_ledger_is_a_ledger_error_and_works_after(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "locked.db"
+    led = SqlLedger(f"sqlite:///{db}")
+    sa.event.listen(led._engine, "connect", lambda raw, _rec: raw.execute("PRAGMA busy_timeout=50"))
+    led._engine.dispose()  # new connections: the short busy timeout
+    blocker = sqlite3.connect(db, timeout=0)
+    blocker.execute("PRAGMA busy_timeout=0")
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    try:
+        with pytest.raises(LedgerError) as info:
+            led.record(PLAN, "run_started", run_id="r")
+        assert "cannot write the ledger" in str(info.value) and "locked" in str(info.value)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert led.count_events(PLAN) == 0
+    led.record(PLAN, "run_started", run_id="r")  # the lock gone: the ledger works again
+    assert led.count_events(PLAN) == 1
+    led.close()
+
+
+def test_an_interrupt_inside_a_write_leaves_no_lock_and_no_row(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "interrupted.db"
+    led = SqlLedger(f"sqlite:///{db}")
+    with pytest.raises(KeyboardInterrupt):
+        with led._write() as conn:
+            conn.execute(sa.text("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')"))
+            raise KeyboardInterrupt
+    other = sqlite3.connect(db, timeout=0, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # the write lock is free at once
+    assert other.execute("SELECT count(*) FROM waymark_meta WHERE key='probe'").fetchone() == (0,)
+    other.rollback()
+    other.close()
+    led.record(PLAN, "run_started", run_id="r")  # and the ledger goes on
+    assert led.count_events(PLAN) == 1
+    led.close()
+
+
+def test_a_forked_child_appends_on_its_own_connection(ledger: Ledger) -> None:
+    import os
+
+    ledger.record(PLAN, "run_started", run_id="parent-1")
+    pid = os.fork()
+    if pid == 0:  # the child: its own connection, then exit without running pytest's teardown
+        code = 0
+        try:
+            ledger.record(PLAN, "run_started", run_id="child")
+            ledger.close()
+        except BaseException:  # noqa: BLE001 - reported by the exit code
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    ledger.record(PLAN, "run_started", run_id="parent-2")  # the parent's still works
+    assert [e.run_id for e in ledger.events(PLAN)] == ["parent-1", "child", "parent-2"]
+
+
+def test_a_nested_use_on_the_same_thread_is_refused_not_a_deadlock(ledger: Ledger) -> None:
+    """A read or a write begun inside the ledger's own transaction on the same thread would wait
+    for itself: a LedgerError instead, the outer transaction rolled back, the ledger usable
+    afterwards."""
+    assert isinstance(ledger, SqlLedger)
+    with pytest.raises(LedgerError, match="inside one of its own transactions"):
+        with ledger._write() as conn:
+            conn.execute(sa.text("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')"))
+            ledger.step_states(PLAN)
+    with pytest.raises(LedgerError, match="nested"):
+        with ledger._read():
+            ledger.record(PLAN, "run_started", run_id="r")
+    ledger.record(PLAN, "run_started", run_id="r")
+    assert ledger.count_events(PLAN) == 1
+    assert raw(ledger.url, "SELECT count(*) FROM waymark_meta WHERE key='probe'")[0][0] == 0
+
+
+# -- two ledgers on one location (two runs, or a run and a command) -------------------------------
+@pytest.fixture
+def other(ledger: Ledger) -> Iterator[Ledger]:
+    """A second ledger on ``ledger``'s location: another run, or a ``waymark`` command."""
+    led = SqlLedger(ledger.url)
+    yield led
+    led.close()
+
+
+def _same_as_rebuild(led: Ledger, plan: str = PLAN) -> None:
+    """The projection rows are the fold of the stored events, byte for byte."""
+    rows = {sid: s.model_dump_json() for sid, s in led.step_states(plan).items()}
+    assert rows == {sid: s.model_dump_json() for sid, s in led.rebuild(plan).items()}
+
+
+def test_another_ledgers_commit_is_seen(ledger: Ledger, other: Ledger) -> None:
+    """Run A starts s1; B completes it; A's next event folds onto B's row."""
+    start(ledger, "s1")
+    complete(other, "s1")
+    # completed -> rerun is allowed; in_progress (what A wrote last) -> rerun is refused
+    ledger.record(PLAN, "step_rerun_requested", step_id="s1", by="tester")
+    start(ledger, "s1", run="run-2")
+    _same_as_rebuild(ledger)
+    assert ledger.step_states(PLAN)["s1"].status == "in_progress"
+    assert ledger.step_states(PLAN)["s1"].run_id == "run-2"
+
+
+def test_a_row_changed_outside_the_ledger_is_folded_on(ledger: Ledger) -> None:
+    """Another writer (a newer waymark, a repair by hand) set a step's attempts to 7: the next
+    append folds on from the stored row."""
+    start(ledger, "s1")
+    complete(ledger, "s1")
+    (text,) = raw(ledger.url, "SELECT state FROM waymark_steps WHERE step_id = 's1'")[0]
+    changed = text.replace('"attempts":1', '"attempts":7')
+    assert changed != text
+    raw(ledger.url, "UPDATE waymark_steps SET state = :s WHERE step_id = 's1'", s=changed)
+    ledger.record(PLAN, "step_rerun_requested", step_id="s1", by="tester")
+    (text,) = raw(ledger.url, "SELECT state FROM waymark_steps WHERE step_id = 's1'")[0]
+    assert '"attempts":7' in text
+
+
+def test_a_close_by_another_ledger_stops_new_work(ledger: Ledger, other: Ledger) -> None:
+    from prefect_waymark import PlanClosedError
+
+    start(ledger, "s1")  # A found the plan open
+    complete(ledger, "s1")
+    other.close_plan(PLAN, lambda states: {"by": "bob", "reason": "done"})
+    with pytest.raises(PlanClosedError):
+        start(ledger, "s2")
+    assert "s2" not in ledger.step_states(PLAN)
+
+
+def test_a_rename_stops_new_work_under_the_old_id(ledger: Ledger) -> None:
+    start(ledger, "s1")
+    complete(ledger, "s1")
+    ledger.rename_plan(PLAN, "renamed-plan", by="tester")
+    with pytest.raises(LedgerError, match="renamed"):
+        start(ledger, "s2")
+    assert "s2" not in ledger.step_states(PLAN)
+    ledger.record("renamed-plan", "step_started", step_id="s2", branch="main", run_id="run-1")
+    _same_as_rebuild(ledger, "renamed-plan")
+
+
+def test_a_refused_append_leaves_nothing_behind(ledger: Ledger) -> None:
+    start(ledger, "s1")
+    with pytest.raises(LedgerError):
+        start(ledger, "s1", run="run-2")  # in_progress already: refused, rolled back
+    complete(ledger, "s1")
+    _same_as_rebuild(ledger)
+    assert [e.kind for e in ledger.events(PLAN)] == ["step_started", "step_completed"]
+
+
+def test_a_ledger_closed_and_used_again_reads_what_others_wrote_meanwhile(
+    ledger: Ledger, other: Ledger
+) -> None:
+    start(ledger, "s1")
+    complete(ledger, "s1")
+    ledger.close()
+    other.record(PLAN, "step_rerun_requested", step_id="s1", by="bob")
+    start(other, "s1", run="run-2")
+    complete(other, "s1", run="run-2")
+    ledger.record(PLAN, "step_rerun_requested", step_id="s1", by="alice")
+    _same_as_rebuild(ledger)
+    assert ledger.step_states(PLAN)["s1"].generation == 2

@@ -1,14 +1,13 @@
 """``light_events``: the events ``ledger.events`` gives, without the step hashes of each
-``run_started`` (750 KB a run of a 10,000-step plan), and of one run only when asked — on the
-SQL ledger (SQLite: left out in the database; PostgreSQL) and on the stdlib SQLite reader."""
+``run_started`` (750 KB a run of a 10,000-step plan), and of one run only when asked — on
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from prefect_waymark.ledger import EventKind, open_ledger
-from prefect_waymark.ledger.light_events import HEAVY_KEYS, light_events
-from prefect_waymark.ledger.sqlite_reader import SqliteReader
+from prefect_waymark.ledger.run_hashes import HEAVY_KEYS, light_events
 
 KINDS = [EventKind.run_started, EventKind.step_started, EventKind.run_finished]
 
@@ -22,7 +21,7 @@ def _record_runs(url: str) -> None:
             led.record("p", EventKind.step_started, step_id=step, branch="main", run_id=run)
             led.record("p", EventKind.step_completed, step_id=step, branch="main", run_id=run)
             led.record("p", EventKind.run_finished, run_id=run, result="stopped")
-        # Data SQLite does not read as JSON (json.dumps writes NaN): its hashes are dropped too.
+        # Data that is not strict JSON (json.dumps writes NaN): its hashes are dropped too.
         led.record("p", EventKind.run_started, run_id="r3", score=float("nan"), step_hashes={})
 
 
@@ -62,12 +61,3 @@ def test_light_events_leave_out_the_step_hashes(ledger_url: str) -> None:
     assert [e.run_id for e in one] == ["r2"] * 3
     assert _seen(after) == _seen(got)[3:]
     assert got[0].data["executor"] == "me"  # the rest of the data is kept
-
-
-def test_light_events_through_the_stdlib_reader(tmp_path: Any) -> None:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    _record_runs(url)
-    with SqliteReader(url) as reader, open_ledger(url) as led:
-        assert _seen(light_events(reader, "p", KINDS, run_id="r1")) == _seen(
-            light_events(led, "p", KINDS, run_id="r1")
-        )

@@ -1,5 +1,5 @@
-"""A SQLite ledger file is created with 2 KiB pages (``dbapi_conn.PAGE_SIZE``: fewer bytes per
-append's commit), on either path; a file created with SQLite's default 4 KiB pages (every
+"""A SQLite ledger file is created with 2 KiB pages (``connection.PAGE_SIZE``: fewer bytes per
+append's commit); a file created with SQLite's default 4 KiB pages (every
 ledger before this version) keeps them and is read and written as before."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prefect_waymark.ledger import SqlLedger, dbapi_conn
+from prefect_waymark.ledger import SqlLedger, connection
 
 
 def _pragma(db: Path, name: str) -> object:
@@ -24,15 +24,14 @@ def _steps(led: SqlLedger, plan: str, ids: list[str]) -> None:
         led.record(plan, "step_completed", step_id=sid, branch="main", run_id="r1", cached=False)
 
 
-@pytest.mark.parametrize("lean", [True, False], ids=["sqlite3", "sqlalchemy"])
-def test_a_new_ledger_file_has_the_ledger_page_size(tmp_path: Path, lean: bool) -> None:
+def test_a_new_ledger_file_has_the_ledger_page_size(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
-    led = SqlLedger(f"sqlite:///{db}", lean=lean)
+    led = SqlLedger(f"sqlite:///{db}")
     try:
         _steps(led, "p", ["a"])
     finally:
         led.close()
-    assert dbapi_conn.PAGE_SIZE == 2048
+    assert connection.PAGE_SIZE == 2048
     assert _pragma(db, "page_size") == 2048
     assert _pragma(db, "journal_mode") == "wal"
 
@@ -43,7 +42,7 @@ def test_a_ledger_made_with_4k_pages_keeps_them_and_works(
     db = tmp_path / "old.db"
     url = f"sqlite:///{db}"
     with monkeypatch.context() as m:  # what every version before this one created
-        m.setattr(dbapi_conn, "PAGE_SIZE", 4096)
+        m.setattr(connection, "PAGE_SIZE", 4096)
         old = SqlLedger(url)
         try:
             _steps(old, "p", ["a", "b"])
@@ -52,18 +51,17 @@ def test_a_ledger_made_with_4k_pages_keeps_them_and_works(
             old.close()
     assert _pragma(db, "page_size") == 4096
 
-    for lean in (True, False):  # today's connections, on both paths
-        led = SqlLedger(url, lean=lean)
-        try:
-            states = led.step_states("p")
-            assert {k: v.status for k, v in states.items()} == {
-                "a": "completed",
-                "b": "completed",
-                "c": "in_progress",
-            }
-            assert led.rebuild("p") == states  # the projection is what its events fold to
-        finally:
-            led.close()
+    led = SqlLedger(url)  # today's connections
+    try:
+        states = led.step_states("p")
+        assert {k: v.status for k, v in states.items()} == {
+            "a": "completed",
+            "b": "completed",
+            "c": "in_progress",
+        }
+        assert led.rebuild("p") == states  # the projection is what its events fold to
+    finally:
+        led.close()
     led = SqlLedger(url)
     try:
         led.record("p", "step_completed", step_id="c", branch="main", run_id="r1", cached=False)
@@ -81,15 +79,14 @@ def test_the_wal_is_checkpointed_after_the_same_bytes_whatever_the_page_size(
     # SQLite counts its checkpoint threshold in pages: 1000 of 2 KiB pages would checkpoint
     # (fsync) twice as often as the 4 KiB files before (measured: inside a big plan's run).
     with monkeypatch.context() as m:
-        m.setattr(dbapi_conn, "PAGE_SIZE", 4096)
+        m.setattr(connection, "PAGE_SIZE", 4096)
         SqlLedger(f"sqlite:///{tmp_path / 'old.db'}").close()
     for name, pages in (("new.db", 2000), ("old.db", 1000)):
         led = SqlLedger(f"sqlite:///{tmp_path / name}")
         try:
-            assert led._lean is not None
-            with led._lean.read() as conn:
-                assert conn.raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == pages
-                size = conn.raw.execute("PRAGMA page_size").fetchone()[0]
-            assert pages * size == dbapi_conn.CHECKPOINT_BYTES
+            with led._read() as conn:
+                assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar_one() == pages
+                size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
+            assert pages * size == connection.CHECKPOINT_BYTES
         finally:
             led.close()

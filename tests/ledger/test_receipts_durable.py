@@ -56,26 +56,16 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
 
 def _pool_level(led: SqlLedger) -> int:
-    """The level the ledger's connection is at between transactions: its ``sqlite3``
-    connection's (the lean path), or that of a connection from SQLAlchemy's pool."""
-    if led._lean is not None:
-        with led._lean.read() as lean:
-            return int(lean.exec_driver_sql("PRAGMA synchronous").scalar_one())
+    """The level the ledger's connection is at between transactions: that of a connection from
+    the engine's pool."""
     with led._engine.connect() as conn:
         return int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
 
 
-@pytest.fixture(params=[True, False], ids=["sqlite3", "sqlalchemy"])
-def lean(request: pytest.FixtureRequest) -> bool:
-    """Both paths of a SQLite ledger: the standard library's ``sqlite3``, SQLAlchemy's."""
-    return bool(request.param)
-
-
 def test_claims_and_receipts_commit_with_full_sync(
-    tmp_path: Path, seen: list[tuple[str, Any]], lean: bool
+    tmp_path: Path, seen: list[tuple[str, Any]]
 ) -> None:
-    led = SqlLedger(f"sqlite:///{tmp_path / 'ledger.db'}", lean=lean)
-    assert (led._lean is not None) == lean
+    led = SqlLedger(f"sqlite:///{tmp_path / 'ledger.db'}")
     try:
         assert _pool_level(led) == 1  # the ledger's own setting: NORMAL
         claim = led.claim_action(plan_id=PLAN, step_id="pay", action="pay", key="k1", run_id="r1")
@@ -90,10 +80,10 @@ def test_claims_and_receipts_commit_with_full_sync(
 
 
 def test_a_failed_claim_leaves_the_connection_at_normal(
-    tmp_path: Path, seen: list[tuple[str, Any]], lean: bool
+    tmp_path: Path, seen: list[tuple[str, Any]]
 ) -> None:
     """A claim that raises (the key belongs to another action) rolls back and still restores."""
-    led = SqlLedger(f"sqlite:///{tmp_path / 'ledger.db'}", lean=lean)
+    led = SqlLedger(f"sqlite:///{tmp_path / 'ledger.db'}")
     try:
         led.claim_action(plan_id=PLAN, step_id="pay", action="pay", key="k1", run_id="r1")
         with pytest.raises(Exception, match="already belongs to action"):
@@ -106,24 +96,21 @@ def test_a_failed_claim_leaves_the_connection_at_normal(
 
 
 def test_a_commit_that_fails_is_its_own_error_and_the_pool_stays_at_normal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lean: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A COMMIT that fails can leave SQLite's transaction open, where the pragma is refused: the
     claim raises the commit's own error (nothing is written) and no connection goes back to the
     pool at FULL. The failure is a deferred foreign key, the one COMMIT failure SQLite lets a
     test cause on purpose (a full disk or an I/O error behave alike)."""
     db = tmp_path / "ledger.db"
-    led = SqlLedger(f"sqlite:///{db}", lean=lean)
+    led = SqlLedger(f"sqlite:///{db}")
     try:
-        if led._lean is not None:
-            led._lean._connection().execute("PRAGMA foreign_keys=ON")
-        else:
 
-            @sa.event.listens_for(led._engine, "connect")
-            def _fk(dbapi_conn: Any, _record: Any) -> None:
-                dbapi_conn.execute("PRAGMA foreign_keys=ON")
+        @sa.event.listens_for(led._engine, "connect")
+        def _fk(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.execute("PRAGMA foreign_keys=ON")
 
-            led._engine.dispose()  # the pool's next connections check foreign keys
+        led._engine.dispose()  # the pool's next connections check foreign keys
         with led._write() as conn:
             conn.exec_driver_sql("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
             conn.exec_driver_sql(

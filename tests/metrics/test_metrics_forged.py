@@ -70,12 +70,13 @@ def test_clean_history_gives_the_same_metrics_on_sqlite_and_postgres(
     with open_ledger(ledger_url) as led:
         _clean_history(led)
     m = _metrics(ledger_url, plan)
-    if ledger_url.startswith("sqlite"):  # `waymark metrics` reads receipts through the reader
-        from prefect_waymark.ledger.sqlite_reader import SqliteReader
+    # `waymark metrics` reads receipts through the read-only reader
+    from prefect_waymark.ledger import Ledger, open_reader
 
-        with SqliteReader(ledger_url) as reader, open_ledger(ledger_url) as led:
-            assert reader.receipts(PLAN_ID) == led.receipts(PLAN_ID) != []
-            assert reader.receipts(PLAN_ID, "c") == led.receipts(PLAN_ID, "c") == []
+    with open_reader(ledger_url) as reader, open_ledger(ledger_url) as led:
+        assert isinstance(reader, Ledger)
+        assert reader.receipts(PLAN_ID) == led.receipts(PLAN_ID) != []
+        assert reader.receipts(PLAN_ID, "c") == led.receipts(PLAN_ID, "c") == []
     assert m["duplicate_side_effects"]["value"] == 0
     assert m["duplicate_side_effects"]["keys"] == 1
     assert m["duplicate_side_effects"]["receipt_rows_duplicated"] == 0

@@ -1,0 +1,60 @@
+"""The schema a new SQLite ledger gets from the SQLModel tables (``ledger/_tables.py``): five
+tables, two indexes, the two append-only triggers; and importing the ledger package loads no
+SQLAlchemy (it loads where a ledger is opened)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prefect_waymark.ledger import SqlLedger
+
+
+def test_a_new_sqlite_ledger_has_the_tables_indexes_and_triggers(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    SqlLedger(f"sqlite:///{db}").close()
+    with sqlite3.connect(db) as raw:
+        rows = raw.execute(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+        ).fetchall()
+    kinds = [t for t, _ in rows]
+    assert kinds.count("table") == 5 and kinds.count("index") == 2 and kinds.count("trigger") == 2
+    assert {n for t, n in rows if t == "table"} == {
+        "waymark_events",
+        "waymark_holds",
+        "waymark_meta",
+        "waymark_receipts",
+        "waymark_steps",
+    }
+
+
+def test_the_events_are_append_only_in_the_file(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    with SqlLedger(f"sqlite:///{db}") as led:
+        led.record("p", "run_started", run_id="r1")
+    with sqlite3.connect(db) as raw, pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("DELETE FROM waymark_events")
+
+
+def test_a_holds_lease_is_a_float(tmp_path: Path) -> None:
+    with SqlLedger(f"sqlite:///{tmp_path / 'ledger.db'}") as led:
+        led.record("p", "step_started", step_id="s", branch="main", run_id="r")
+        assert led.renew("r", 7) == 1
+        lease = led.holds("p")[0].lease_until
+    assert isinstance(lease, float)
+
+
+def test_importing_the_ledger_package_loads_no_sqlalchemy() -> None:
+    code = (
+        "import sys, prefect_waymark.ledger as l\n"
+        "l.EventKind; l.resolve_ledger_url; l.default_ledger_url\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', 'sqlmodel')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout[-2000:]
