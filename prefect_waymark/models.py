@@ -1,4 +1,4 @@
-"""Domain records, with the names of the progress-tracking pattern (see DESIGN.md)."""
+"""Domain records, named as in the progress-tracking pattern (docs: concepts)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One execution marker: the boundary of one run, machine-readable (DESIGN.md, seed essay)."""
+"""One execution marker: the boundary of one run, machine-readable (docs: concepts, markers)."""
 
 from __future__ import annotations
 
