@@ -40,6 +40,7 @@ __all__ = [
     "validate_plan_data",
 ]
 __all__ += _errors.__all__  # the error tree, listed once (errors.py)
+__all__.sort()
 
 
 #: Where each public name that is not an error lives: loaded on first use, so a bare ``import
