@@ -1,6 +1,7 @@
 """What a ``waymark run`` process and an agent's check-ins load beyond Prefect's own flow path
-(read from ``PYTHONPROFILEIMPORTTIME``): no FastAPI, and on a SQLite ledger no SQLAlchemy or
-SQLModel; and that the parameters a run sends are Prefect's. How long a run takes is a
+(read from ``PYTHONPROFILEIMPORTTIME``): no FastAPI, and a SQLite ledger reached through the one
+ledger path (SQLAlchemy's SQLite dialect, no PostgreSQL driver); and that the parameters a run
+sends are Prefect's. How long a run takes is a
 benchmark's to say (``bench/bench_resume.py --only whole``), not a test's."""
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from prefect_waymark.flows.json_flow import JsonFlow, json_flow
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
 
-_SQL = ("sqlalchemy", "sqlmodel")
+#: The one ledger path on SQLite: its connection layer and SQLAlchemy's SQLite dialect.
+_SQLITE_PATH = {"prefect_waymark.ledger.connection", "sqlalchemy.dialects.sqlite.pysqlite"}
 
 
-def _sql(modules: set[str]) -> set[str]:
-    return {m for m in modules if m.split(".")[0] in _SQL}
+def _postgres_driver(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in ("psycopg", "psycopg2", "asyncpg")}
 
 
 def _imported(stderr: str) -> set[str]:
@@ -51,12 +53,12 @@ def test_a_run_does_not_load_fastapi_to_send_its_parameters(run_modules: set[str
     assert not {m for m in run_modules if m == "fastapi" or m.startswith("fastapi.")}
 
 
-def test_a_run_on_a_sqlite_ledger_loads_no_sqlalchemy(run_modules: set[str]) -> None:
-    assert "sqlite3" in run_modules  # the ledger was opened, through the standard library
-    assert _sql(run_modules) == set()
+def test_a_run_on_a_sqlite_ledger_takes_the_one_ledger_path(run_modules: set[str]) -> None:
+    assert _SQLITE_PATH <= run_modules  # the ledger was opened through its one path
+    assert _postgres_driver(run_modules) == set()
 
 
-def test_check_ins_on_a_sqlite_ledger_load_no_sqlalchemy(tmp_path: Path) -> None:
+def test_check_ins_on_a_sqlite_ledger_take_the_one_ledger_path(tmp_path: Path) -> None:
     plan = write_plan(
         tmp_path,
         {
@@ -70,7 +72,8 @@ def test_check_ins_on_a_sqlite_ledger_load_no_sqlalchemy(tmp_path: Path) -> None
         assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
         modules = _imported(proc.stderr)
         assert "prefect_waymark.ledger.sql_ledger" in modules or args == ["next"]
-        assert _sql(modules) == set(), args
+        assert _SQLITE_PATH <= modules or args == ["next"], args
+        assert _postgres_driver(modules) == set(), args
         assert "prefect.flow_engine" not in modules, args  # no Prefect engine for a check-in
     done = run_cli("status", str(plan), "--json", cwd=tmp_path)
     assert '"completed"' in done.stdout, done.stdout
