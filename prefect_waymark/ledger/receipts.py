@@ -204,7 +204,17 @@ class SqlReceipts(ReceiptStore):
                 if token is not None or step is None:
                     raise ReceiptConflictError(f"no intent recorded for idempotency key {key!r}")
                 old = _intent(key, step, run_id or "", by, token="", claims=0, intent_at=now)
-                self._insert_new(conn, old)
+                if not self._insert_new(conn, old):
+                    # A run claimed the key between the read above and this insert (PostgreSQL
+                    # at READ COMMITTED; SQLite's BEGIN IMMEDIATE excludes it). Its fresh intent
+                    # is never overwritten by a record made without seeing it: settled
+                    # not_applied, the run would act, fail to settle, and a later run would
+                    # claim the key again.
+                    raise ReceiptConflictError(
+                        f"action {step[2]!r} (key {key!r}) was claimed by a run while this "
+                        f"receipt was being recorded; nothing was recorded: list the step's "
+                        f"receipts (`waymark receipt PLAN {step[1]}`) and record again"
+                    )
             else:
                 old = ReceiptRecord.from_row(row)
             if old.state == "applied":

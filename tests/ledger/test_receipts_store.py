@@ -163,3 +163,58 @@ def test_processes_racing_for_the_same_keys_each_key_has_one_winner(ledger_url: 
         assert len(rows) == len(keys) and {r.state for r in rows} == {"applied"}
         intents = led.events("race", kinds=["action_intent"])
         assert len(intents) == len(keys)
+
+
+def test_a_persons_receipt_never_overwrites_an_intent_claimed_meanwhile(pg_url: str) -> None:
+    """PostgreSQL, READ COMMITTED: a person records a receipt for a key with no row yet while a
+    run's claim of that key is being committed. The person's insert loses; the run's fresh
+    intent must stay as it is (overwritten with ``not_applied``, the run would act, fail to
+    settle, and a later run would claim the key again: the action twice). Refused instead."""
+    import threading
+    import time
+
+    import psycopg
+
+    with SqlLedger(pg_url) as led:
+        _claim(led, key="p/s/seed")  # a real row to copy the run's claim from
+        raw_url = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
+        with psycopg.connect(raw_url) as raw:  # the run's claim, not committed yet
+            cols = [
+                r[0]
+                for r in raw.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_name = 'waymark_receipts' ORDER BY ordinal_position"
+                )
+            ]
+            names = ", ".join(cols)
+            picks = ", ".join({"key": "'p/s/pay'", "run_id": "'r-run'"}.get(c, c) for c in cols)
+            raw.execute(
+                f"INSERT INTO waymark_receipts ({names}) "  # noqa: S608 - test-only, fixed names
+                f"SELECT {picks} FROM waymark_receipts WHERE key = 'p/s/seed'"
+            )
+            outcome: list[BaseException | None] = []
+
+            def person() -> None:
+                try:
+                    led.settle_action(
+                        "p/s/pay",
+                        outcome="not_applied",
+                        token=None,
+                        by="ann",
+                        step=("p", "s", "pay"),
+                    )
+                    outcome.append(None)
+                except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+                    outcome.append(exc)
+
+            t = threading.Thread(target=person)
+            t.start()
+            time.sleep(1.0)  # the person's insert now waits on the run's uncommitted row
+            assert outcome == [] and t.is_alive()
+            raw.commit()
+            t.join(30)
+        assert len(outcome) == 1 and isinstance(outcome[0], ReceiptConflictError), outcome
+        assert "claimed by a run" in str(outcome[0])
+        row = led.receipt("p/s/pay")
+        assert row is not None
+        assert (row.state, row.run_id, row.settled_by) == ("intent", "r-run", None)
