@@ -209,8 +209,18 @@ def test_a_persons_receipt_never_overwrites_an_intent_claimed_meanwhile(pg_url: 
 
             t = threading.Thread(target=person)
             t.start()
-            time.sleep(1.0)  # the person's insert now waits on the run's uncommitted row
-            assert outcome == [] and t.is_alive()
+            # Wait until the person's insert waits on the run's uncommitted row (a lock wait).
+            with psycopg.connect(raw_url, autocommit=True) as watch:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    (waiting,) = watch.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND wait_event_type = 'Lock'"
+                    ).fetchone() or (0,)
+                    if waiting:
+                        break
+                    time.sleep(0.05)
+            assert outcome == [] and t.is_alive() and waiting
             raw.commit()
             t.join(30)
         assert len(outcome) == 1 and isinstance(outcome[0], ReceiptConflictError), outcome
