@@ -10,6 +10,7 @@ started on first use (tests/_support/postgres.py).
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -66,6 +67,23 @@ def prefect_server() -> str:
     info = ensure_local_server(port=port)
     assert info.api_url == os.environ["PREFECT_API_URL"]
     return info.api_url
+
+
+@pytest.fixture(autouse=True)
+def _prefect_server_answers(request: pytest.FixtureRequest) -> None:
+    """Before each test that uses the session's Prefect server: a server that died fails the
+    test with the tail of its log (``$PREFECT_HOME/waymark-server.log``), not with a connection
+    refused deep in Prefect's client. (Its pid is checked, not its health: a busy machine may
+    answer late.)"""
+    if "prefect_server" not in request.fixturenames:
+        return
+    request.getfixturevalue("prefect_server")
+    home = Path(os.environ["PREFECT_HOME"])
+    pid = json.loads((home / "waymark-server.json").read_text())["pid"]
+    if not Path(f"/proc/{pid}").exists():
+        log = home / "waymark-server.log"
+        tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
+        pytest.fail(f"the session's Prefect server has exited; its log's tail:\n{tail}")
 
 
 @pytest.fixture(scope="session")

@@ -6,13 +6,16 @@ its shutdown logs "Error flushing N events" tracebacks, losing the last task run
 UI. A long-running local server starts once (its state lives in ``$PREFECT_HOME``), serves the UI
 and receives every event. ``waymark server stop`` ends it.
 
-Prefect's own ``prefect server start --background`` starts it and ``prefect server stop`` stops
-it (both find the server by the ``server.pid`` they keep in ``$PREFECT_HOME``). Around them
-waymark keeps what they do not do: a free port chosen, the UI pointed at this server's API,
-waiting until the server answers, the server's address recorded (``waymark-server.json``) so
-that later runs find it, one start at a time (a lock), and waiting until a stopped server is
-gone. Prefect's background server writes its output to a pipe that closes when the start
-command ends: it keeps no log (``prefect server start --port N`` in the foreground shows one).
+Prefect's own ``prefect server start`` runs it and ``prefect server stop`` stops it (Prefect's
+stop finds the server by the ``server.pid`` in ``$PREFECT_HOME``; waymark writes that file in
+Prefect's format). The start is not ``--background``: Prefect's background start hands the
+server's output to pipes that close when the start command ends, and the server dies at its next
+burst of output (a warning under load, any ``DEBUG`` logging). Started here instead, detached in
+a session of its own, it writes to ``$PREFECT_HOME/waymark-server.log``. Around Prefect's
+commands waymark keeps what they do not do: a free port chosen, the UI pointed at this server's
+API, waiting until the server answers, the server's address recorded (``waymark-server.json``)
+so that later runs find it, one start at a time (a lock), and waiting until a stopped server is
+gone.
 """
 
 from __future__ import annotations
@@ -76,11 +79,8 @@ def _healthy(api_url: str) -> bool:
 
 def find_local_server() -> ServerInfo | None:
     """The running server waymark started for this ``PREFECT_HOME``, if it answers."""
-    try:
-        info = ServerInfo(**json.loads(_state_file().read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-    return info if _healthy(info.api_url) else None
+    info = _recorded()
+    return info if info is not None and _healthy(info.api_url) else None
 
 
 def known_api_url() -> str | None:
@@ -173,6 +173,22 @@ def _prefect(*args: str, env: dict[str, str], log: Path) -> int:
         ).returncode
 
 
+def _start_detached(args: tuple[str, ...], env: dict[str, str], log: Path) -> int:
+    """Start ``prefect <args>`` detached: a session of its own (a Ctrl-C of this run never
+    reaches it), its output appended to ``log`` (a file that outlives this process, never a pipe
+    that closes with it), nothing to read on stdin. Returns its pid."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [*_prefect_cmd(), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    return proc.pid
+
+
 def _alive(pid: int) -> bool:
     """The process runs (a zombie waiting to be reaped does not)."""
     try:
@@ -181,6 +197,14 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except OSError:  # not ours to signal, or no /proc: it runs
+        return True
+
+
+def _runs_prefect(pid: int) -> bool:
+    """The process is a Prefect command (a pid recorded before a reboot may name another)."""
+    try:
+        return b"prefect" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # no /proc here: trust the pid
         return True
 
 
@@ -201,59 +225,87 @@ def _wait_gone(pid: int, timeout: float) -> None:
         time.sleep(0.2)
 
 
+def _recorded() -> ServerInfo | None:
+    try:
+        return ServerInfo(**json.loads(_state_file().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _wait_answering(pid: int, api_url: str, timeout: float, log_path: Path) -> bool:
+    """Wait until the server answers (True), exits (an error with its log's tail) or the time
+    is up (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+            raise WaymarkError(
+                f"the local Prefect server (pid {pid}) exited before it answered; "
+                f"the tail of {log_path}:\n{tail}"
+            )
+        if _healthy(api_url):
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def ensure_local_server(
     *, echo: bool = False, timeout: float = STARTUP_TIMEOUT, port: int | None = None
 ) -> ServerInfo:
-    """Return the running local server, starting one (``prefect server start --background``)
-    if there is none."""
+    """Return the running local server, starting one (``prefect server start``, detached) if
+    there is none. A server that runs but is slow to answer (a busy machine) is waited for, never
+    started twice."""
     with _lock():
-        found = find_local_server()
-        if found is not None:
-            return found
         home = prefect_home()
+        log_path = home / "waymark-server.log"
+        known = _recorded()
+        if known is not None and _alive(known.pid) and _runs_prefect(known.pid):
+            if _healthy(known.api_url) or _wait_answering(
+                known.pid, known.api_url, timeout, log_path
+            ):
+                return known
+            raise WaymarkError(
+                f"the local Prefect server (pid {known.pid}) did not answer within "
+                f"{timeout:.0f}s; `waymark server stop` stops it"
+            )
+        _state_file().unlink(missing_ok=True)
+        if (other := _server_pid(home)) is not None and _alive(other):
+            raise WaymarkError(
+                f"a Prefect server started by `prefect server start --background` runs for "
+                f"{home} (pid {other}); `prefect server stop` stops it, or set PREFECT_API_URL "
+                "to its API"
+            )
+        (home / PID_FILE).unlink(missing_ok=True)
         port = port or _free_port()
         api_url = f"http://127.0.0.1:{port}/api"
-        log_path = home / "waymark-server.log"
-        env = _server_env(home, port, api_url)
-        if (old := _server_pid(home)) is not None and not _alive(old):  # Prefect's start
-            (home / PID_FILE).unlink(missing_ok=True)  # refuses while its pid file is there
         if echo:
             print(f"starting a local Prefect server on {api_url}", file=sys.stderr)
-        start = ("server", "start", "--background", "--host", "127.0.0.1", "--port", str(port))
-        code = _prefect(*start, env=env, log=log_path)
-        pid = _server_pid(home)
-        if code != 0 or pid is None:
-            tail = log_path.read_text(errors="replace")[-2000:]
+        start = ("server", "start", "--host", "127.0.0.1", "--port", str(port))
+        pid = _start_detached(start, _server_env(home, port, api_url), log_path)
+        (home / PID_FILE).write_text(str(pid))  # Prefect's format: `prefect server stop` finds it
+        try:
+            answered = _wait_answering(pid, api_url, timeout, log_path)
+        except WaymarkError:
+            (home / PID_FILE).unlink(missing_ok=True)
+            raise
+        if not answered:
+            _prefect("server", "stop", env={**os.environ, "PREFECT_HOME": str(home)}, log=log_path)
+            _wait_gone(pid, 30.0)
             raise WaymarkError(
-                f"`prefect server start --background` failed (exit {code}); log tail:\n{tail}"
+                f"the local Prefect server did not answer within {timeout:.0f}s; "
+                "raise WAYMARK_SERVER_STARTUP_TIMEOUT"
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                (home / PID_FILE).unlink(missing_ok=True)
-                raise WaymarkError(
-                    f"the local Prefect server (pid {pid}) exited before it answered; "
-                    f"`prefect server start --port {port}` in the foreground shows why"
-                )
-            if _healthy(api_url):
-                info = ServerInfo(pid, port, api_url, f"http://127.0.0.1:{port}", str(home))
-                _state_file().write_text(json.dumps(asdict(info)))
-                return info
-            time.sleep(0.5)
-        _prefect("server", "stop", env=env, log=log_path)
-        raise WaymarkError(
-            f"the local Prefect server did not answer within {timeout:.0f}s; "
-            "raise WAYMARK_SERVER_STARTUP_TIMEOUT"
-        )
+        info = ServerInfo(pid, port, api_url, f"http://127.0.0.1:{port}", str(home))
+        _state_file().write_text(json.dumps(asdict(info)))
+        return info
 
 
 def stop_local_server(timeout: float = 30.0) -> bool:
     """Stop the server waymark started for this ``PREFECT_HOME`` (``prefect server stop``) and
     wait until it is gone; False if none was running."""
     with _lock():
-        try:
-            info = ServerInfo(**json.loads(_state_file().read_text()))
-        except (OSError, ValueError, TypeError):
+        info = _recorded()
+        if info is None:
             return False
         _state_file().unlink(missing_ok=True)
         if not _alive(info.pid):

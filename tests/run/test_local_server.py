@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import time
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests._support.helpers import run_cli, write_plan
+from tests._support.helpers import WAYMARK, run_cli, write_plan
+
+PREFECT = str(Path(WAYMARK).parent / "prefect")
 
 
 def test_the_local_servers_ui_calls_its_own_api(prefect_server: str) -> None:
@@ -56,3 +63,46 @@ def test_waymark_run_prints_ui_links_that_work(prefect_server: str, tmp_path: Pa
     for url in links.values():  # each page is the UI's app (the browser test renders them)
         page = httpx.get(url, headers={"Accept": "text/html"}, timeout=30, follow_redirects=True)
         assert page.status_code == 200 and "<html" in page.text.lower(), url
+
+
+@pytest.mark.prefect  # a server of its own, in a PREFECT_HOME of its own (no fixture)
+def test_the_local_server_outlives_its_start_and_keeps_a_log(tmp_path: Path) -> None:
+    """Prefect's ``--background`` start leaves the server writing into pipes that close with the
+    start command: at its next burst of output the server died (a CI run lost the session's
+    server that way). Started by waymark, the server writes ``DEBUG`` logs to a file after the
+    start command has ended and still answers; Prefect's own ``prefect server stop`` stops it."""
+    home = tmp_path / "prefect-home"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(home), PREFECT_LOGGING_SERVER_LEVEL="DEBUG")
+    started = subprocess.run(
+        [WAYMARK, "server", "start"], env=env, capture_output=True, text=True, timeout=400
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    info = json.loads((home / "waymark-server.json").read_text())
+    try:
+        assert (home / "server.pid").read_text() == str(info["pid"])  # Prefect's own pid file
+        for _ in range(20):  # requests the server logs, long after the start command ended
+            assert httpx.post(f"{info['api_url']}/flow_runs/filter", json={}).status_code == 200
+        time.sleep(2)
+        assert httpx.get(f"{info['api_url']}/health", timeout=10).status_code == 200
+        assert "DEBUG" in (home / "waymark-server.log").read_text(errors="replace")
+        # A second start finds it: the same server, not a second one.
+        again = subprocess.run(
+            [WAYMARK, "server", "start"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert (
+            again.returncode == 0
+            and json.loads((home / "waymark-server.json").read_text())["pid"] == info["pid"]
+        )
+    finally:
+        stopped = subprocess.run(
+            [PREFECT, "server", "stop"], env=env, capture_output=True, text=True, timeout=60
+        )
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{info['pid']}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (
+        not Path(f"/proc/{info['pid']}").exists()
+        or "Z" in Path(f"/proc/{info['pid']}/stat").read_text().split(") ", 1)[1][:1]
+    )
