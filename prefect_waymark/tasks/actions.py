@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import ForbiddenActionError, NeedsReview, OutcomeUnknownError, StepError
+from ..guards.receipts import receipts_of_action
 from ..ledger.base import pid_alive, this_host
 from ..ledger.identity import default_executor
 from ..ledger.receipt_records import ReceiptRecord, default_action_key
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     import logging
 
     from ..ledger import Ledger
-    from ..plan.spec import StepSpec
+    from ..plan.spec import PlanSpec, StepSpec
 
 __all__ = [
     "Action",
@@ -77,6 +78,7 @@ class ActionSite(Protocol):
     @property
     def step_id(self) -> str: ...
 
+    plan: PlanSpec
     step: StepSpec
     run_id: str
     executor: str | None
@@ -85,13 +87,30 @@ class ActionSite(Protocol):
     logger: logging.Logger | logging.LoggerAdapter[logging.Logger]
 
 
-def _recorded_key(ctx: ActionSite, name: str) -> str | None:
-    """The key this step's action was claimed with before, if any: a renamed plan's receipts
-    keep their old keys (``old-id/step/action``), and the action must find them there."""
+def _recorded(ctx: ActionSite, name: str) -> ReceiptRecord | None:
+    """The receipt row this step's action was claimed with before, if any: a renamed plan's receipts
+    keep their old keys (``old-id/step/action``), and the action must find them there. The
+    receipt follows the action (:func:`~prefect_waymark.guards.receipts.receipts_of_action`): a
+    committed receipt of a renamed or moved action is found and the effect skipped; an open
+    intent goes to the probe or to review, as for any intent without a receipt."""
     if ctx.ledger is None:
         return None
-    rows = [r for r in ctx.ledger.receipts(ctx.plan_id, ctx.step_id) if r.action == name]
-    return rows[-1].key if rows else None
+    rows = receipts_of_action(ctx.plan, ctx.step_id, name, ctx.ledger.receipts(ctx.plan_id))
+    if not rows or rows[-1].step_id == ctx.step_id:
+        return rows[-1] if rows else None
+    rec = rows[-1]
+    ctx.logger.warning(
+        "step %s: action %s was claimed by step %s, which no longer holds it (renamed, removed "
+        "or its action moved) on %s (%s): the receipt follows the action, key %s. To apply the "
+        "action again, give it another name in the plan.",
+        ctx.step_id,
+        name,
+        rec.step_id,
+        rec.settled_at or rec.intent_at,
+        "applied" if rec.state == "applied" else "outcome unknown",
+        rec.key,
+    )
+    return rec
 
 
 class Action:
@@ -110,9 +129,13 @@ class Action:
             raise ValueError("an action needs a name")
         self.ctx = ctx
         self.name = name
-        self.key = (
-            key or _recorded_key(ctx, name) or default_action_key(ctx.plan_id, ctx.step_id, name)
+        found = None if key else _recorded(ctx, name)
+        self.key = key or (
+            found.key if found else default_action_key(ctx.plan_id, ctx.step_id, name)
         )
+        #: The step the key's ledger row names: this one, or the step that claimed the action
+        #: before it was renamed or moved here (the receipt follows the action).
+        self.key_step = found.step_id if found else ctx.step_id
         self.probe = probe
         self.not_applied_on = not_applied_on
         #: True while the effect must be done now (the key is claimed by this attempt).
@@ -222,7 +245,7 @@ class Action:
         """Write the intent for the key (or take over ``replace_token``'s) and act on the answer."""
         claim = self._ledger().claim_action(
             plan_id=self.ctx.plan_id,
-            step_id=self.ctx.step_id,
+            step_id=self.key_step,
             action=self.name,
             key=self.key,
             run_id=self.ctx.run_id,
