@@ -9,7 +9,8 @@ Run: ``.venv/bin/python bench/bench_resume.py [--steps 200] [--completed 1000] [
 
 All parts run against one real local Prefect server (``PREFECT_API_URL`` if set, else a
 ``prefect server start`` in a temporary ``PREFECT_HOME`` started with
-:func:`prefect_waymark.run.local_server.ensure_local_server`), in this one process, in the same run:
+:func:`prefect_waymark.prefect_server.local.ensure_local_server`), in this one process, in the
+same run:
 
 1. **Run overhead.** A plan of ``--steps`` no-op ``call:`` steps in a *chain* on one branch
    (step i depends on step i-1, so they run one after another) against a plain Prefect flow of
@@ -73,7 +74,7 @@ def _server() -> Callable[[], None]:
     home = Path(tempfile.mkdtemp(prefix="waymark-bench-prefect-"))
     os.environ["PREFECT_HOME"] = str(home)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect_waymark.run.local_server import ensure_local_server, stop_local_server
+    from prefect_waymark.prefect_server.local import ensure_local_server, stop_local_server
 
     started = time.perf_counter()
     info = ensure_local_server()

@@ -25,7 +25,7 @@ Wall times are "net" as in ``bench_resume.py``: Prefect 3.9 ends every flow run 
 heartbeat thread, which sleeps in whole seconds; the time spent in that join is left out (the
 raw medians are returned too). Against a running Prefect server: ``PREFECT_API_URL`` if set,
 else a local ``prefect server start`` in a temporary ``PREFECT_HOME``
-(:func:`prefect_waymark.run.local_server.ensure_local_server`), stopped at the end.
+(:func:`prefect_waymark.prefect_server.local.ensure_local_server`), stopped at the end.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _prefect_server() -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in ("PREFECT_HOME", "PREFECT_API_URL")}
     os.environ["PREFECT_HOME"] = str(home)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect_waymark.run.local_server import ensure_local_server, stop_local_server
+    from prefect_waymark.prefect_server.local import ensure_local_server, stop_local_server
 
     os.environ["PREFECT_API_URL"] = ensure_local_server().api_url
     try:

@@ -6,12 +6,11 @@ import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from enum import Enum
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from .ledger.statuses import StepStatus
 
 __all__ = [
     "FORBIDDEN_PREFIX",
@@ -25,6 +24,30 @@ __all__ = [
     "forbidden_rule",
     "utcnow",
 ]
+
+
+class ValueEnum(str, Enum):
+    """A str enum that shows its bare value (``completed``), never ``StepStatus.completed``, in
+    texts, markers and JSON (like Python 3.11's ``StrEnum``; this package supports 3.10)."""
+
+    # ``_value_`` (a plain attribute), not ``value`` (a descriptor): the views of a 10,000-step
+    # plan format a status ~20,000 times a run.
+    def __str__(self) -> str:
+        return str(self._value_)
+
+    def __format__(self, spec: str) -> str:
+        return str(self._value_).__format__(spec)
+
+
+class StepStatus(ValueEnum):
+    """Progress of one step. ``blocked`` is derived: a pending step behind a failed one."""
+
+    pending = "pending"
+    in_progress = "in_progress"
+    blocked = "blocked"
+    needs_review = "needs_review"
+    completed = "completed"
+    failed = "failed"
 
 
 def utcnow() -> datetime:

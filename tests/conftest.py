@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _stop_server(home: Path) -> None:
-    from prefect_waymark.run.local_server import stop_local_server
+    from prefect_waymark.prefect_server.local import stop_local_server
 
     stop_local_server()
     shutil.rmtree(home, ignore_errors=True)
@@ -61,7 +61,7 @@ def _stop_server(home: Path) -> None:
 @pytest.fixture(scope="session")
 def prefect_server() -> str:
     """A real ``prefect server start`` shared by the whole session; returns its API URL."""
-    from prefect_waymark.run.local_server import ensure_local_server
+    from prefect_waymark.prefect_server.local import ensure_local_server
 
     port = int(os.environ["WAYMARK_TEST_PREFECT_PORT"])
     info = ensure_local_server(port=port)

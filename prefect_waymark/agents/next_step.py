@@ -247,7 +247,8 @@ def next_document(
 ) -> tuple[dict[str, Any], int]:
     """The ``waymark next`` document and its exit code (0 a step, 3 nothing ready, 4 review,
     2 the plan was closed: nothing is offered, nothing re-anchored or recorded)."""
-    from ..closing.closed import closed_line, closed_refusal, read_closed
+    from ..closing.closed import closed_line, closed_refusal
+    from ..ledger.plan_close import read_closed
 
     closed = read_closed(ledger, plan.plan_id)
     if closed is not None:  # `waymark close`: no step is offered again

@@ -17,9 +17,9 @@ import typer
 
 from ..errors import CloseError, MarkerFileError, PlanClosedError
 from ..ledger.identity import default_executor
-from ..markers.markdown import cell
 from ..plan.spec import BlockRef
 from ..run import exit_codes
+from ..text.markdown import cell
 from ._common import check_not_renamed, fail, load_or_exit, open_or_exit, workdir_for
 from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, WorkdirOpt
 

@@ -352,7 +352,7 @@ app.add_typer(hook_app, name="hook")
 @server_app.command("start")
 def server_start() -> None:
     """Start (or find) the local Prefect server and print its API URL."""
-    from ..run.local_server import ensure_local_server
+    from ..prefect_server.local import ensure_local_server
 
     info = ensure_local_server(echo=True)
     print(info.api_url)
@@ -361,7 +361,7 @@ def server_start() -> None:
 @server_app.command("stop")
 def server_stop() -> None:
     """Stop the local Prefect server waymark started."""
-    from ..run.local_server import stop_local_server
+    from ..prefect_server.local import stop_local_server
 
     print("stopped" if stop_local_server() else "no local server was running")
 
@@ -369,7 +369,7 @@ def server_stop() -> None:
 @server_app.command("status")
 def server_status() -> None:
     """Say whether the local Prefect server is up, and where."""
-    from ..run.local_server import find_local_server
+    from ..prefect_server.local import find_local_server
 
     info = find_local_server()
     if info is None:

@@ -96,7 +96,7 @@ def rename_plan(
             counts = led.rename_plan(old_id, spec.plan_id, by=by or default_executor())
         except LedgerError as exc:
             fail(f"cannot rename plan {old_id!r} to {spec.plan_id!r}: {exc}; nothing changed")
-        from ..closing.closed import read_closed
+        from ..ledger.plan_close import read_closed
 
         closed = read_closed(led, spec.plan_id)  # a closed plan stays closed under the new id
         folder = markers_folder(spec, wd, markers_dir)

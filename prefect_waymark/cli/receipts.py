@@ -79,7 +79,7 @@ def receipt_command(
             )
         except (ValueError, LedgerError) as exc:
             fail(str(exc))
-        from ..closing.closed import read_closed
+        from ..ledger.plan_close import read_closed
 
         closed = read_closed(led, spec.plan_id)
     doc: dict[str, Any] = {"receipt": rec.model_dump(mode="json"), "step_released": released}

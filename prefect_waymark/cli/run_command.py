@@ -34,7 +34,7 @@ def configure_prefect() -> str:
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         return "Prefect's ephemeral server"
-    from ..run.local_server import ensure_local_server
+    from ..prefect_server.local import ensure_local_server
 
     info = ensure_local_server(echo=True)
     os.environ["PREFECT_API_URL"] = info.api_url

@@ -30,7 +30,7 @@ def deployment_status(deployment_id: str) -> dict[str, Any]:
     words, ``active``), ``next_run`` (the soonest scheduled run's time, or None); or
     ``unreachable`` with the reason."""
     out: dict[str, Any] = {"id": deployment_id}
-    from ..run.local_server import known_api_url
+    from ..prefect_server.local import known_api_url
 
     api = known_api_url()
     if api is None:

@@ -53,7 +53,7 @@ def ledger_extras(last_event: LastEvent) -> tuple[dict[str, Any], str | None]:
         }
     closed = last_event([EventKind.plan_closed])  # `waymark close` (closing/closed.py)
     if closed is not None:
-        from ..closing.closed import closed_record
+        from ..ledger.plan_close import closed_record
 
         extra["closed"] = closed_record(closed)
     return extra, str(deployment_id) if deployment_id else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..ledger.progress_view import PlanView
-from ..markers.markdown import cell
+from ..text.markdown import cell
 from .status_table import LARGE_TABLE_ROWS, fast_table
 
 if TYPE_CHECKING:

@@ -15,11 +15,12 @@ from typing import Any
 
 from ..errors import CloseError, LedgerError, PlanClosedError
 from ..ledger import Ledger
+from ..ledger.plan_close import read_closed
 from ..ledger.step_state import StepState
 from ..models import GoalContract
 from ..plan.spec import PlanSpec
 from .checks import CloseCheck, Unmet, check_close, duplicate_item_ids
-from .closed import closed_line, read_closed
+from .closed import closed_line
 
 __all__ = ["CloseOutcome", "close_plan", "load_close_contract"]
 

@@ -7,11 +7,10 @@ history stays in the ledger and is read as before (``waymark status``, ``waymark
 
 from __future__ import annotations
 
-from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanClosedError
-from ..ledger.event_kinds import EventKind, EventLike
+from ..ledger.plan_close import read_closed
 
 if TYPE_CHECKING:
     import logging
@@ -24,41 +23,16 @@ if TYPE_CHECKING:
 __all__ = [
     "check_not_closed",
     "closed_line",
-    "closed_record",
     "closed_refusal",
     "deploy_refusal",
-    "read_closed",
     "refuse_closed_run",
 ]
-
-
-def closed_record(event: EventLike) -> dict[str, Any]:
-    """What a ``plan_closed`` event says, as status, the views and the refusals show it."""
-    d = event.data
-    return {
-        "at": event.at.astimezone(timezone.utc).isoformat(),
-        "seq": event.seq,
-        "by": d.get("by") or "?",
-        "reason": d.get("reason") or "",
-        "forced": bool(d.get("forced")),
-        "evidence": dict(d.get("evidence") or {}),
-        "acceptance": dict(d.get("acceptance") or {}),
-        "unmet": list(d.get("unmet") or []),
-    }
-
-
-def read_closed(ledger: LedgerReader | None, plan_id: str) -> dict[str, Any] | None:
-    """The plan's close record, or ``None`` while it is open (or has no ledger yet)."""
-    if ledger is None:
-        return None
-    event = ledger.last_event(plan_id, [EventKind.plan_closed])
-    return closed_record(event) if event is not None else None
 
 
 def closed_line(plan_id: str, record: dict[str, Any]) -> str:
     """``plan 'x' was closed on 2026-12-01 18:20 UTC by ann: done`` (``(forced)`` if so)."""
     when = str(record.get("at") or "")[:16].replace("T", " ")
-    from ..markers.markdown import cell  # one line: a reason's newlines never start another
+    from ..text.markdown import cell  # one line: a reason's newlines never start another
 
     forced = " (forced)" if record.get("forced") else ""
     why = f": {cell(record['reason'])}" if record.get("reason") else ""

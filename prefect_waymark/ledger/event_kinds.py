@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from .statuses import ValueEnum
+from ..models import ValueEnum
 
 __all__ = [
     "ACTION_EVENT_KINDS",

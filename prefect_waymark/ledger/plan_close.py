@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError, PlanClosedError
 from ._tables import HOLDS, INSERT_META, RECEIPTS, STEP_STATES, STEPS, STOP_ROWS
+from .event_kinds import EventLike
 from .events import EventKind, ProgressEvent
 from .step_state import StepState, states_by_step
 
@@ -29,7 +31,17 @@ if TYPE_CHECKING:
 
     from sqlalchemy.engine import Connection
 
-__all__ = ["GUARDED_KINDS", "PlanCloses", "closed_key", "closed_meta", "refuse_if_stopped"]
+    from .base import LedgerReader
+
+__all__ = [
+    "GUARDED_KINDS",
+    "PlanCloses",
+    "closed_key",
+    "closed_meta",
+    "closed_record",
+    "read_closed",
+    "refuse_if_stopped",
+]
 
 #: The kinds that begin new work: refused for a closed (or renamed) plan.
 NEW_WORK = frozenset(
@@ -131,3 +143,26 @@ class PlanCloses:
             stored = self._append(conn, ev, 60.0)
             conn.execute(INSERT_META, closed_meta(stored))
             return stored
+
+
+def closed_record(event: EventLike) -> dict[str, Any]:
+    """What a ``plan_closed`` event says, as status, the views and the refusals show it."""
+    d = event.data
+    return {
+        "at": event.at.astimezone(timezone.utc).isoformat(),
+        "seq": event.seq,
+        "by": d.get("by") or "?",
+        "reason": d.get("reason") or "",
+        "forced": bool(d.get("forced")),
+        "evidence": dict(d.get("evidence") or {}),
+        "acceptance": dict(d.get("acceptance") or {}),
+        "unmet": list(d.get("unmet") or []),
+    }
+
+
+def read_closed(ledger: LedgerReader | None, plan_id: str) -> dict[str, Any] | None:
+    """The plan's close record, or ``None`` while it is open (or has no ledger yet)."""
+    if ledger is None:
+        return None
+    event = ledger.last_event(plan_id, [EventKind.plan_closed])
+    return closed_record(event) if event is not None else None

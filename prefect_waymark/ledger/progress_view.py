@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .statuses import StepStatus
+from ..models import StepStatus
 
 __all__ = ["PlanLike", "PlanView", "StateLike", "StepView", "build_view"]
 

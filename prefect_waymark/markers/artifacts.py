@@ -23,8 +23,8 @@ from uuid import UUID
 
 from ..guards.observers import RunObserver
 from ..ledger.progress_view import PlanView, StepView
+from ..text.markdown import first_line
 from .concurrent_sends import Send, send_all, send_soon
-from .markdown import first_line
 from .plan_copy import PlanCopy, plan_copy
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ def _table_steps(view: PlanView) -> list[StepView]:
 
 
 def _local(at: str | None) -> str:
-    from .human_time import local_stamp
+    from ..text.human_time import local_stamp
 
     return local_stamp(at) if at else ""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .markdown import code
+from ..text.markdown import code
 
 __all__ = ["boundary_section"]
 

@@ -56,7 +56,7 @@ def _server() -> tuple[str, dict[str, str]] | None:
     """The API to send to and its headers: ``PREFECT_API_URL`` from the environment or the
     local server waymark started (no Prefect import), else the Prefect profile's settings
     (``prefect config set`` / ``prefect cloud login``); None when none is known."""
-    from ..run.local_server import api_headers, known_api_url
+    from ..prefect_server.local import api_headers, known_api_url
 
     api = known_api_url()
     if api is not None:
@@ -110,7 +110,7 @@ def _settings_may_name_a_server() -> bool:
         return True
     if isinstance(tool, dict) and "prefect" in tool:
         return True
-    from ..run.local_server import prefect_home
+    from ..prefect_server.local import prefect_home
 
     try:
         data = _toml((prefect_home() / "profiles.toml").read_text(encoding="utf-8"))

@@ -6,8 +6,8 @@ from typing import Any
 
 from ..ledger.progress_view import PlanView
 from ..plan.spec import PlanSpec, StepSpec
+from ..text.markdown import cell
 from .generated_files import GENERATED_LINE
-from .markdown import cell
 from .marker_file import MARKER_FILE
 
 __all__ = ["implementation_log_md", "state_md", "tasks_md"]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..metrics.table import MUST_BE_ZERO, metric_rows
-from .markdown import code, table
+from ..text.markdown import code, table
 
 __all__ = ["metrics_section"]
 

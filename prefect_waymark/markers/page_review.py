@@ -11,8 +11,8 @@ from ..ledger.events import ProgressEvent
 from ..ledger.progress_view import PlanView
 from ..plan.spec import PlanSpec
 from ..review.reasons import answer_effects, reason_words, review_commands
-from .human_time import when
-from .markdown import code, code_block, link
+from ..text.human_time import when
+from ..text.markdown import code, code_block, link
 from .page_sections import step_title
 from .plan_copy import PlanCopy, flow_run_url, normal_ledger_url
 

@@ -9,8 +9,8 @@ from datetime import datetime
 from ..ledger.progress_view import PlanView, StepView
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
-from .human_time import ago
-from .markdown import blocked_why, cell, code, first_line, table
+from ..text.human_time import ago
+from ..text.markdown import blocked_why, cell, code, first_line, table
 
 __all__ = [
     "acceptance_section",

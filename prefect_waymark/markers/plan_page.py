@@ -19,8 +19,8 @@ from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
 from ..models import GoalContract
 from ..plan.spec import PlanSpec
-from .human_time import ago, as_datetime, when
-from .markdown import (
+from ..text.human_time import ago, as_datetime, when
+from ..text.markdown import (
     blocked_why,
     cell,
     code,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ..guards.observers import RunObserver
-from .plan_copy import PlanCopy, is_page_key, plan_copy, ui_base_url
+from .plan_copy import PlanCopy, artifact_url, is_page_key, plan_copy, ui_base_url
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
@@ -271,6 +271,7 @@ class PlanPage(RunObserver):
         self._failure_shown = False
         gate.on_pause.append(self._now)
         gate.on_answer.append(self._now)
+        gate.page_url = artifact_url(ui_base_url(), self.publisher.copy.key())
 
     def _now(self, *_: Any) -> None:
         self.publisher.publish(live=True)

@@ -10,9 +10,8 @@ from typing import Any
 
 from ..ledger.progress_view import PlanView
 from ..ledger.step_state import StepState
-from .boundary_section import boundary_section
-from .human_time import as_datetime, when
-from .markdown import (
+from ..text.human_time import as_datetime, when
+from ..text.markdown import (
     blocked_why,
     cell,
     code,
@@ -23,6 +22,7 @@ from .markdown import (
     quote,
     table,
 )
+from .boundary_section import boundary_section
 from .plan_copy import PlanCopy, artifact_url, flow_run_url
 from .plan_line import plan_line
 

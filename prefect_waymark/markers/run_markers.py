@@ -55,7 +55,7 @@ def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> No
 
 
 def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path, view: PlanView | None) -> None:
-    from ..closing.closed import read_closed
+    from ..ledger.plan_close import read_closed
 
     history = marker_history(ledger, plan.plan_id)
     closed = read_closed(ledger, plan.plan_id)  # `waymark close`: the views say nothing is next

@@ -68,6 +68,9 @@ class ReviewGate:
         #: Called with the step id just before the run pauses for an answer (the plan page and
         #: the progress artifact show the pause while it lasts).
         self.on_pause: list[Callable[[str], None]] = []
+        #: The plan page's address in the Prefect UI, for the form's description: set by the
+        #: run's plan page (markers), None while no page is published.
+        self.page_url: str | None = None
         self._announced: set[str] = set()
         #: In a deployment's run: the first stop this run would have paused for. The run
         #: finishes what it may, then suspends for it (:mod:`.suspend`) instead of pausing.
@@ -215,7 +218,7 @@ class ReviewGate:
             verdict.details,
             wait_seconds=self.wait_seconds,
             now=utcnow(),
-            page_url=_plan_page_url(self.plan.plan_id, self.ledger),
+            page_url=self.page_url,
         )
 
     def apply_answer(self, step_id: str, answer: ReviewInput) -> GateOutcome:
@@ -356,16 +359,6 @@ class ReviewGate:
         self.announce(
             [{"step": str(item["step"]), "reason": item.get("reason")} for item in needs_review]
         )
-
-
-def _plan_page_url(plan_id: str, ledger: Ledger) -> str | None:
-    """The plan page's address in the Prefect UI (for the form's description)."""
-    from ..markers.plan_copy import artifact_url, plan_copy, ui_base_url
-
-    try:
-        return artifact_url(ui_base_url(), plan_copy(plan_id, ledger, "").key())
-    except Exception:  # noqa: BLE001 - a link is a convenience
-        return None
 
 
 class AbortCheck(GuardBase):

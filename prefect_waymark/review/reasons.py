@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..text.human_time import ago, when
+
 if TYPE_CHECKING:
     from ..plan.spec import PlanSpec
 
@@ -43,7 +45,6 @@ def short_version(value: object) -> str:
 
 
 def _conflict_words(c: Mapping[str, Any], now: datetime) -> str:
-    from ..markers.human_time import ago  # at call time: the markers import the review
 
     ref, problem = c.get("ref"), c.get("problem")
     read = f" (read {ago(c['at'], now)})" if c.get("at") else ""
@@ -96,8 +97,6 @@ def reason_words(reason: str | None, details: Mapping[str, Any], now: datetime) 
         needed = f", and step `{details['needed_by']}` needs it" if details.get("needed_by") else ""
         return [f"the step's persisted result is gone{needed} ({reason})"]
     if "intent_run" in details:
-        from ..markers.human_time import ago
-
         started = f" {ago(details['intent_at'], now)}" if details.get("intent_at") else ""
         return [
             f"action `{details.get('action')}` (key `{details.get('key')}`) was started"
@@ -191,8 +190,6 @@ def form_description(
     """The Markdown above the review form in the Prefect UI: why the run paused, what each
     answer does for this run, and what happens without one."""
     from datetime import timedelta
-
-    from ..markers.human_time import when
 
     spec = plan.step(step_id)
     title = f" ({spec.title})" if spec.title else ""

@@ -200,7 +200,7 @@ def prefect_api_known() -> bool:
 
     if PREFECT_API_URL.value():
         return True
-    from ..run.local_server import find_local_server
+    from ..prefect_server.local import find_local_server
 
     info = find_local_server()
     if info is None:

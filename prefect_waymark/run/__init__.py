@@ -1,4 +1,4 @@
-"""What a run needs beside the flow: its runtime, resume, summary, server."""
+"""What a run needs beside the flow: its runtime, resume, summary."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from .._lazy import _lazy_exports
 
 if TYPE_CHECKING:
-    from .local_server import ensure_local_server, find_local_server, stop_local_server
     from .resume import prepare_resume, take_over_dead
     from .runtime import StepRuntime
     from .summary import RunResult, RunSummary
@@ -16,17 +15,11 @@ __all__ = [
     "RunResult",
     "RunSummary",
     "StepRuntime",
-    "ensure_local_server",
-    "find_local_server",
     "prepare_resume",
-    "stop_local_server",
     "take_over_dead",
 ]
 
 _WHERE = {
-    "ensure_local_server": ".local_server",
-    "find_local_server": ".local_server",
-    "stop_local_server": ".local_server",
     "prepare_resume": ".resume",
     "take_over_dead": ".resume",
     "StepRuntime": ".runtime",

@@ -126,7 +126,7 @@ def test_the_ui_address_is_derived_as_prefect_derives_it(monkeypatch: pytest.Mon
 def test_basic_auth_wins_over_an_api_key_as_in_prefects_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from prefect_waymark.run.local_server import api_headers
+    from prefect_waymark.prefect_server.local import api_headers
 
     monkeypatch.setenv("PREFECT_API_KEY", "pnu_key")
     assert api_headers() == {"Authorization": "Bearer pnu_key"}

@@ -10,8 +10,6 @@ from typing import Any
 from prefect_waymark.ledger.events import EventKind, ProgressEvent
 from prefect_waymark.ledger.progress_view import build_view
 from prefect_waymark.ledger.step_state import StepState
-from prefect_waymark.markers.human_time import ago, local_stamp, when
-from prefect_waymark.markers.markdown import code, code_block, table
 from prefect_waymark.markers.plan_copy import PlanCopy
 from prefect_waymark.markers.plan_line import plan_line
 from prefect_waymark.markers.plan_page import PageInput, render_plan_page
@@ -24,6 +22,8 @@ from prefect_waymark.review.reasons import (
     reason_words,
     review_commands,
 )
+from prefect_waymark.text.human_time import ago, local_stamp, when
+from prefect_waymark.text.markdown import code, code_block, table
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 H3 = (NOW - timedelta(hours=3)).isoformat()

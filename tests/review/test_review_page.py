@@ -73,6 +73,9 @@ def test_a_paused_run_explains_itself(decision: str, prefect_server: str, tmp_pa
     assert "- **rerun** — accept the current versions and run step `b` again in this run" in form
     assert "- **abort** — stop the plan: this run runs nothing more" in form
     assert "This run waits until" in form and "the plan page" in form
+    # The form links this copy's plan page (its address given to the gate by the page).
+    assert "Where the plan stands: [the plan page](" in form
+    assert f"/artifacts/key/{seen['page'].key})" in form
 
     page = seen["page"].data
     assert isinstance(page, str)

@@ -19,7 +19,7 @@ PREFECT = str(Path(WAYMARK).parent / "prefect")
 
 
 def test_the_local_servers_ui_calls_its_own_api(prefect_server: str) -> None:
-    from prefect_waymark.run.local_server import find_local_server, ui_api_url
+    from prefect_waymark.prefect_server.local import find_local_server, ui_api_url
 
     info = find_local_server()
     assert info is not None and info.api_url == prefect_server

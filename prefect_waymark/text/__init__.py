@@ -1,0 +1,2 @@
+"""Text for people: Markdown cells and escaping (``markdown``), times as a person reads them
+(``human_time``). Below every room that writes views, forms or lines."""
