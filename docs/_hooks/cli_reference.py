@@ -122,7 +122,7 @@ def _model_table(module: str, name: str) -> str:
             continue
         desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
         limits = _constraints(field)
-        if limits:
+        if limits and limits not in desc:  # a description may state its bounds itself
             desc = f"{desc} ({limits})" if desc else limits
         rows.append(
             f"| `{field.alias or field_name}` | {_type_name(field.annotation)} "
