@@ -329,17 +329,28 @@ def review(
     external_id: Annotated[
         str | None, typer.Option("--external-id", help="With --receipt applied: its id.")
     ] = None,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="With --accept or --rerun: answer every step in review the same way."
+        ),
+    ] = False,
 ) -> None:
     """Answer a stop for review: --accept, --rerun or --abort. Records an event; runs nothing."""
     from .review import review_command
 
+    if every and (step is not None or receipt is not None):
+        fail("--all answers every stop: it goes without --step and --receipt")
     if receipt is not None:
         from .receipts import review_receipt
 
         review_receipt(
             plan, step, receipt, external_id, (accept, rerun, abort), workdir, ledger, reason, by
         )
-    raise typer.Exit(review_command(plan, step, accept, rerun, abort, workdir, ledger, reason, by))
+    code = review_command(
+        plan, step, accept, rerun, abort, workdir, ledger, reason, by, every=every
+    )
+    raise typer.Exit(code)
 
 
 server_app = typer.Typer(

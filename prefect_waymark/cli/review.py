@@ -13,6 +13,7 @@ from ..errors import PlanClosedError
 from ..ledger import Ledger
 from ..ledger.identity import default_executor
 from ..models import utcnow
+from ..plan.spec import PlanSpec
 from ..review.decisions import Decision, ReviewError, apply_decision
 from ..review.suspend import (
     SUSPENSION_EVENT_KINDS,
@@ -45,8 +46,12 @@ def review_command(
     ledger_url: str | None,
     reason: str,
     by: str | None,
+    *,
+    every: bool = False,
 ) -> int:
     decision = _decision(accept, rerun, abort)
+    if every and decision == "abort":
+        fail("--all goes with --accept or --rerun (--abort stops the whole plan by itself)")
     spec = load_or_exit(plan)
     led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False, plan=spec)
     if led is None:
@@ -54,8 +59,17 @@ def review_command(
     who = by or default_executor()
     with led:
         unanswered = {s.flow_run_id for s in _suspensions(led, spec.plan_id) if not s.answered}
+        steps = _in_review(led, spec, plan) if every else [step]
+        done: list[str] = []
+        refused: list[str] = []
         try:
-            done = apply_decision(led, spec, decision, step_id=step, by=who, reason=reason)
+            for one in steps:
+                try:
+                    done += apply_decision(led, spec, decision, step_id=one, by=who, reason=reason)
+                except ReviewError as exc:  # --all: the other stops are still answered
+                    if not every:
+                        raise
+                    refused.append(f"step {one!r}: {exc}")
             # A `plan:` step's stop: the same answer for its sub-plan's stops (subplans/).
             done += answer_subplans(led, spec, decision, by=who, reason=reason)
         except (ReviewError, PlanClosedError) as exc:  # closed: the ledger takes no rerun
@@ -69,11 +83,24 @@ def review_command(
         ]
     for line in done:
         print(f"{spec.plan_id}: {line}")
-    if waiting:  # resume them with the answer (issue 12, item 5)
+    if waiting:  # resume them with the answer
         answer = {"decision": decision, "receipt": "", "reason": reason, "by": who}
         for line in resume_suspended(waiting, answer):
             print(f"{spec.plan_id}: {line}")
-    return exit_codes.OK
+    for line in refused:
+        print(f"waymark: not answered: {line}", file=sys.stderr)
+    return exit_codes.BAD_INPUT if refused else exit_codes.OK
+
+
+def _in_review(led: Ledger, spec: PlanSpec, plan: Path) -> list[str | None]:
+    """``--all``: every step in review, in plan order."""
+    states = led.step_states(spec.plan_id)
+    steps: list[str | None] = [
+        s.id for s in spec.steps if (st := states.get(s.id)) and st.status == "needs_review"
+    ]
+    if not steps:
+        fail(f"{plan}: no step of plan {spec.plan_id!r} needs review")
+    return steps
 
 
 def _suspensions(led: Ledger, plan_id: str) -> list[Suspension]:

@@ -81,7 +81,7 @@ def apply_decision(
         if len(reviewing) > 1:
             raise ReviewError(
                 f"several steps need review ({', '.join(sorted(reviewing))}); "
-                "choose one with --step"
+                "choose one with --step, or answer them all with --all"
             )
         step_id = reviewing[0]
     st = states.get(step_id)

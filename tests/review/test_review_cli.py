@@ -106,3 +106,45 @@ def test_review_decisions(ledger_url: str, tmp_path: Path) -> None:
     ]
     lifted = run_cli("status", str(plan), "--json", *led_args)
     assert "aborted" not in json.loads(lifted.stdout)
+
+
+def test_review_all_answers_every_stop_at_once(ledger_url: str, tmp_path: Path) -> None:
+    """Several steps stopped (a second folder, a changed ref read by many): `--all` answers every
+    one the same way, in plan order, instead of one `--step` at a time."""
+    plan = _plan(tmp_path)
+    led_args = ("--ledger", ledger_url)
+    with open_ledger(ledger_url) as led:
+        led.record("rv", "accepted_versions", refs={"orders": "o1", "prices": "p1"})
+        for sid, branch, ref in (("a", "main", "orders"), ("b", "side", "prices")):
+            conflict = _conflict(ref, f"{ref[0]}1", f"{ref[0]}2", "changed")
+            led.record(
+                "rv",
+                "step_needs_review",
+                step_id=sid,
+                branch=branch,
+                reason="conflict",
+                details={"ref": ref, "conflicts": [conflict]},
+            )
+    one = run_cli("review", str(plan), "--accept", *led_args)
+    assert one.returncode == 2 and "answer them all with --all" in one.stderr
+    for bad in (("--abort", "--all"), ("--accept", "--all", "--step", "a")):
+        proc = run_cli("review", str(plan), *bad, *led_args)
+        assert proc.returncode == 2 and "--all" in proc.stderr, proc.stderr
+    with open_ledger(ledger_url) as led:  # the refusals recorded nothing
+        assert not led.events("rv", kinds=["step_review_accepted", "plan_aborted"])
+
+    proc = run_cli("review", str(plan), "--accept", "--all", "--by", "ann", *led_args)
+    assert proc.returncode == 0, proc.stderr
+    assert "step 'a': review accepted" in proc.stdout
+    assert "step 'b': review accepted" in proc.stdout
+    with open_ledger(ledger_url) as led:
+        states = led.step_states("rv")
+        accepted = [
+            (e.step_id, e.data["by"]) for e in led.events("rv", kinds=["step_review_accepted"])
+        ]
+        refs = load_accepted(led, "rv").refs
+    assert accepted == [("a", "ann"), ("b", "ann")]
+    assert states["a"].status == states["b"].status == "pending"
+    assert refs == {"orders": "o2", "prices": "p2"}
+    again = run_cli("review", str(plan), "--accept", "--all", *led_args)
+    assert again.returncode == 2 and "needs review" in again.stderr
