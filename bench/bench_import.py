@@ -11,7 +11,7 @@ the best of ``--repeat`` runs (each into a fresh folder and ledger):
 * whole process: ``waymark import FILE --from FORMAT -o plan.yaml`` (interpreter start,
   imports, plan file, ledger).
 
-Goal (issue 13): under 2 s for a 2 MB file, in-process (parse, build and ledger writes).
+Goal: under 2 s for a 2 MB file, in-process (parse, build and ledger writes).
 ``--json``: the last line of stdout is one JSON object: ``import_2mb_seconds`` and
 ``import_2mb_cli_seconds`` (the slower of the two formats) and the per-format figures.
 The machine has 2 cores and is noisy: read the figures, not the third digit.

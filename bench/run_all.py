@@ -61,8 +61,8 @@ class Goal:
         return value <= self.limit if self.op == "<=" else value >= self.limit
 
 
-#: Every goal a bench measures: issue 16's (its chain goal is two figures, net and raw), then the
-#: earlier issues' goals that the same benches still check.
+#: Every goal a bench measures: the nine speed goals (the chain's is two figures, net and raw),
+#: then the earlier goals that the same benches still check.
 GOALS: tuple[Goal, ...] = (
     Goal("resume", "overhead_ratio_net", "<=", 1.2, "200-step chain / plain Prefect, net", "3, 16"),
     Goal("resume", "overhead_ratio_raw", "<=", 1.2, "200-step chain / plain Prefect, raw", "3, 16"),

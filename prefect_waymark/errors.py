@@ -345,7 +345,7 @@ class ShellUnclosed(WaymarkError):
         super().__init__(f"unclosed at character {at}")
 
 
-# Skipping a step and closing a plan (issue 14, item 3: prefect_waymark/closing).
+# Skipping a step and closing a plan (prefect_waymark/closing).
 class CloseError(WaymarkError):
     """``waymark skip`` or ``waymark close`` cannot be taken: bad input (a blank reason, an
     unknown step or evidence id) or a step status that does not allow it (exit 2); nothing was
@@ -365,19 +365,19 @@ class PlanClosedError(LedgerError):
         return (type(self), (str(self), self.record))
 
 
-# Audit export, replay and restore (issue 14, item 4: prefect_waymark/audit).
+# Audit export, replay and restore (prefect_waymark/audit).
 class ExportFileError(WaymarkError):
     """A file ``waymark restore`` reads is not an audit export it can restore: each problem
     names the file, the line and the field (exit 2); nothing was written."""
 
 
-# Task runners: threads, processes, Dask (issue 15, item 1: prefect_waymark/runners).
+# Task runners: threads, processes, Dask (prefect_waymark/runners).
 class TaskRunnerError(WaymarkError, ValueError):
     """``--task-runner`` / ``task_runner`` names no runner, or ``dask`` without prefect-dask
     installed, or a Dask address with another runner (exit 2); nothing was started."""
 
 
-# Sub-plans as subflows (issue 15, item 2: prefect_waymark/subplans).
+# Sub-plans as subflows (prefect_waymark/subplans).
 class SubplanFailed(StepError):
     """A ``plan:`` step's sub-plan failed (its error names the sub-plan's failed step) or
     stopped before completing; carries the sub-plan's summary."""

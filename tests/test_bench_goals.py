@@ -40,7 +40,7 @@ def test_every_goal_names_a_figure_its_bench_prints() -> None:
     for goal in ra.GOALS:
         script = ra.BENCHES[goal.bench][0]
         assert f'"{goal.key}"' in _bench_text(script), (goal.key, script)
-    # the nine goals of issue 16 (the chain's is two figures) are all there
+    # the nine speed goals (the chain's is two figures) are all there
     assert sum(1 for g in ra.GOALS if "16" in g.issue) == 10
 
 

@@ -1,5 +1,5 @@
 """A run's identity across the executions of one flow run, and the suspend at its end
-(issue 12: review stops free the worker; :mod:`prefect_waymark.review.suspend`)."""
+(review stops free the worker; :mod:`prefect_waymark.review.suspend`)."""
 
 from __future__ import annotations
 

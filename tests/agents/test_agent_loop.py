@@ -1,4 +1,4 @@
-"""Agents and people as executors (issue 13): a plan that mixes agent, manual and code steps,
+"""Agents and people as executors: a plan that mixes agent, manual and code steps,
 driven only through the CLI (`waymark next` → `start` → `tick` → `done`, repeated) by real
 `waymark` subprocesses on a real SQLite ledger, with a real flow run (`waymark run`, the
 session's Prefect server) that waits on the agent step and continues after `done`.

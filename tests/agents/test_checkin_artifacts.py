@@ -1,4 +1,4 @@
-"""A check-in shows in the Prefect UI (issue 13, item 2): `waymark start / done / fail / block`
+"""A check-in shows in the Prefect UI: `waymark start / done / fail / block`
 publish a new version of the plan page and the steps table to the session's real Prefect server
 (read back over its REST API); a server that does not answer costs one warning and the check-in
 is recorded all the same; with no server known nothing is sent and none is started."""

@@ -1,4 +1,4 @@
-"""Hand-off across machines (issue 13, item 4): executor A works part of a plan in one folder,
+"""Hand-off across machines: executor A works part of a plan in one folder,
 executor B continues in another folder (another path, nothing shared but the ledger file and
 the result storage) from `waymark next` alone. Code steps run by flow runs in both folders;
 agent steps are checked in through the CLI. Every step runs once; B finds A's outputs restored

@@ -1,4 +1,4 @@
-"""A `waymark rerun` of an agent's action step whose action was done (issue 13): the action is
+"""A `waymark rerun` of an agent's action step whose action was done: the action is
 never done twice. `next` and `start` tell the next executor the receipt that stands, `done`
 completes the step on it without a new receipt, and a second receipt is refused — nothing of it
 recorded. Real `waymark` subprocesses on a real SQLite ledger, no Prefect server."""

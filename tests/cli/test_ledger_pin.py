@@ -1,4 +1,4 @@
-"""A plan pins its ledger, and each ledger has an identity (issue 10, class 5).
+"""A plan pins its ledger, and each ledger has an identity.
 
 The bug: a plan published through a PostgreSQL ledger, then run from another checkout where
 ``$WAYMARK_LEDGER_URL`` was not set, silently used a new SQLite ledger and published again. With

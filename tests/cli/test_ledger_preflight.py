@@ -1,5 +1,5 @@
 """The real ``waymark`` command refuses, before anything runs, a ledger that cannot keep a record
-or a malformed one (issue 10, class 4) and a folder the run could not write (class 7): exit 2,
+or a malformed one and a folder the run could not write: exit 2,
 one line naming the URL or the path and why, no traceback, no step run, nothing written.
 
 As root, an unwritable folder is one under a regular file (root ignores permission bits)."""

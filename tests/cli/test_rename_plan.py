@@ -1,4 +1,4 @@
-"""A renamed plan keeps its history and never repeats an action (issue 10, class 10).
+"""A renamed plan keeps its history and never repeats an action.
 
 Changing ``plan_id`` used to make the refusal suggest ``--markers-dir``, and following it re-ran
 an irreversible action under the new id. Now the refusal names ``waymark rename-plan``, and

@@ -1,4 +1,4 @@
-"""`waymark close` (issue 14, item 3): close a plan for good, or say everything that is unmet.
+"""`waymark close`: close a plan for good, or say everything that is unmet.
 
 Refusals list every unmet thing with the command that resolves it and record nothing; a close
 with the evidence (given, or recorded by the completed steps that serve each item) records

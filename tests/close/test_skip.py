@@ -1,4 +1,4 @@
-"""`waymark skip` (issue 14, item 3): a step left out on purpose, with a reason.
+"""`waymark skip`: a step left out on purpose, with a reason.
 
 A real plan: a failing step is skipped after its run failed and an action step is skipped before
 any run; the next real flow run goes past both (their dependent gets None for each), no guard

@@ -1,5 +1,6 @@
-"""A receipt that contradicts the ledger stops the plan at needs_review (issue 4's third kind of
-conflict): the ledger says the publishing step completed, the receipts table disagrees."""
+"""A receipt that contradicts the ledger stops the plan at needs_review (the third kind of
+conflict, beside refs and the contract): the ledger says the publishing step completed, the
+receipts table disagrees."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ledger URLs are checked before anything opens them (issue 10, class 4): a ledger that cannot
+"""Ledger URLs are checked before anything opens them: a ledger that cannot
 keep a record (in-memory SQLite, in any spelling) is refused, a malformed URL is one line, and a
 server URL must name its database — real SQLite files and a real PostgreSQL server."""
 

@@ -1,7 +1,7 @@
-"""A plan waiting for a person is announced once per stop, not by every scheduled run (issue 12,
-item 3): the ``waymark.plan.needs-review`` event goes out when the stop is recorded; the runs
-after it, still stopped at the same place, do not send it again; a new stop is news again.
-Real CLI runs on the session's Prefect server; the events are read back from it."""
+"""A plan waiting for a person is announced once per stop, not by every scheduled run: the
+``waymark.plan.needs-review`` event goes out when the stop is recorded; the runs after it, still
+stopped at the same place, do not send it again; a new stop is news again. Real CLI runs on the
+session's Prefect server; the events are read back from it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``waymark init`` + ``waymark deploy --source``: a deployment whose every flow run starts from a
-fresh ``git clone`` of the user's repository (issue 12, items 1 and 2). A local bare repository is
+fresh ``git clone`` of the user's repository. A local bare repository is
 the source; real ``waymark`` and ``prefect worker --run-once`` processes against the session's
 Prefect server. The steps count their runs in a folder outside the clone (Prefect deletes each
 clone after its run); the ledger is pinned outside it, the results and declared outputs are kept

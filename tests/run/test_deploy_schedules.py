@@ -1,6 +1,6 @@
 """Schedules of a ``waymark deploy`` deployment on the session's Prefect server, no worker: an
 ``--rrule`` schedule under the ``--name`` given, and a deployment's run that finds the plan
-aborted pausing the schedule (issue 12, item 3). The run is the deployment's real flow run,
+aborted pausing the schedule. The run is the deployment's real flow run,
 executed the way a process worker's child does it (``python -m prefect.engine`` with the flow
 run's id), without the worker around it."""
 

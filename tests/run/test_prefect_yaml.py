@@ -1,5 +1,5 @@
 """``deployments/prefect.yaml``: the ``prefect deploy --all`` way deploys run_plan by module path
-and a real process worker runs it (issue 12, item 1). The copy under test gets a deployment and
+and a real process worker runs it. The copy under test gets a deployment and
 a pool name of its own (the session's server is shared); everything else is the file as shipped."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every folder a run writes is checked before it records anything (issue 10, class 7), on real
+"""Every folder a run writes is checked before it records anything, on real
 files. The tests run as root, which ignores permission bits, so an unwritable folder is made the
 way that stops root too: a path under a regular file (``somefile/markers``)."""
 

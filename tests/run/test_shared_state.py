@@ -1,4 +1,4 @@
-"""A plan's state beyond one folder (issue 12, item 2): two workdirs that never share a file —
+"""A plan's state beyond one folder: two workdirs that never share a file —
 two machines, or a fresh clone per run — alternate runs of one plan on one ledger and one result
 storage (a SQLite file and a folder; a PostgreSQL database and a saved ``LocalFileSystem``
 block). No step is redone, none skipped, every declared output is present in both (restored

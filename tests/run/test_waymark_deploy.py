@@ -1,5 +1,5 @@
-"""``waymark deploy``: a work-pool deployment of a plan that a real process worker runs (issue 12,
-item 1). Real ``waymark`` and ``prefect worker`` processes against the session's Prefect server;
+"""``waymark deploy``: a work-pool deployment of a plan that a real process worker runs.
+Real ``waymark`` and ``prefect worker`` processes against the session's Prefect server;
 each run continues where the last stopped."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Review stops free the worker (issue 12, item 5): on a team's server (its own ``prefect server
+"""Review stops free the worker: on a team's server (its own ``prefect server
 start`` on PostgreSQL, a process pool, ONE worker with ``--limit 1``) a deployment made with
 ``waymark deploy --review-wait`` suspends its flow run when a step stops for review: the process
 ends, and the one worker runs the next scheduled run meanwhile (which exits at once at the same
@@ -201,7 +201,7 @@ def _the_suspend_flow(srv: TeamServer, plan: Path, work: Path, url: str) -> None
 def test_a_run_waiting_for_an_agent_suspends_and_done_resumes_it(
     pg_server: PgServer, tmp_path: Path
 ) -> None:
-    """Issue 13: a deployment's run that reaches an agent step suspends (`--agent-wait`), the one
+    """A deployment's run that reaches an agent step suspends (`--agent-wait`), the one
     worker takes the next run meanwhile (it suspends too), and the agent's `waymark done`
     resumes both: one runs the code step after the agent's, the other finds the plan done."""
     work = tmp_path / "plan"

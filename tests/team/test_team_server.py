@@ -1,4 +1,4 @@
-"""A team's Prefect end to end (issue 12, item 8): a ``prefect server start`` of the test's own on
+"""A team's Prefect end to end: a ``prefect server start`` of the test's own on
 a PostgreSQL database the test creates, a process work pool, two long-lived workers, the example
 plan (examples/research_report) deployed with ``waymark deploy`` on an hourly schedule, its
 ledger on PostgreSQL too; runs triggered through the API, one alone and then two at once, three
