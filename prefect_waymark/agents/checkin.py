@@ -19,7 +19,7 @@ from ..errors import BranchBusyError, CheckinError, CheckinStopped
 from ..guards.base import Verdict
 from ..ledger import Ledger
 from ..ledger.events import EventKind
-from ..ledger.receipt_records import ReceiptRecord
+from ..ledger.receipts import ReceiptRecord
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..review.gate import ReviewGate

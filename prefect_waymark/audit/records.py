@@ -11,7 +11,7 @@ One JSON object per line, each with a ``type``:
 - ``marker``: a ``marker_written`` event (an execution marker), the same fields as ``event``;
   it appears once, as this line (``jq 'select(.type == "marker")'`` lists the markers);
 - ``receipt``: one row of the receipts table (intent and receipt of an irreversible action):
-  the fields of :class:`~prefect_waymark.ledger.receipt_records.ReceiptRecord` but ``plan_id``
+  the fields of :class:`~prefect_waymark.ledger.receipts.ReceiptRecord` but ``plan_id``
   (the header's).
 
 Events then receipts; a field is always present (``null`` when empty).
@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.receipt_records import ReceiptRecord, ReceiptState
+from ..ledger.receipts import ReceiptRecord, ReceiptState
 from ..ledger.restored_refs import SEQ_MAX
 from ..plan.spec import ID_MAX, ID_PATTERN
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from ..errors import ExportFileError
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.receipt_records import ReceiptRecord
+from ..ledger.receipts import ReceiptRecord
 from .records import SCHEMA_VERSION, EventLine, HeaderLine, ReceiptLine
 
 __all__ = ["ExportContents", "read_export"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import LedgerError
-from ..ledger.receipt_records import ReceiptRecord
+from ..ledger.receipts import ReceiptRecord
 from ..review.receipts import record_receipt
 from ..run import exit_codes
 from ._common import fail, load_or_exit, open_or_exit, workdir_for

@@ -38,7 +38,7 @@ from ..ledger.step_state import StepState
 from ..markers import marker_history, markers_folder, preflight_markers
 from ..markers.artifacts import run_observers
 from ..markers.concurrent_sends import RunSends
-from ..markers.plan_page_publish import PlanPage
+from ..markers.plan_page.publish import PlanPage
 from ..models import utcnow
 from ..plan.spec import PlanSpec
 from ..results.storage import ResultAccess, StorageSpec, as_storage, default_result_storage

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .base import GuardBase, GuardContext, Verdict
 
 if TYPE_CHECKING:
-    from ..ledger.receipt_records import ReceiptRecord
+    from ..ledger.receipts import ReceiptRecord
     from ..plan.spec import PlanSpec
 
 __all__ = ["ReceiptConsistencyGuard", "receipts_of_action"]

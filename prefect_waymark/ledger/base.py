@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from ..errors import LedgerError
 from .events import EventKind, ProgressEvent
-from .receipt_records import ReceiptStore
+from .receipts import ReceiptStore
 from .step_state import StepState
 
 __all__ = [

@@ -26,7 +26,7 @@ from ._tables import EVENTS, HOLDS, META, RECEIPTS, STEPS
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .plan_close import closed_meta
 from .plan_rename import renamed_to
-from .receipt_records import ReceiptRecord
+from .receipts import ReceiptRecord
 from .restored_refs import SEQ_MAX, restored_holds, shift_refs
 from .schema import LEDGER_ID_KEY, event_from_row, event_values
 from .step_state import StepState, apply_event
@@ -63,7 +63,7 @@ class PlanArchive:
 
     ledger_id: str | None
 
-    if TYPE_CHECKING:  # provided by SqlLedger / SqlReads
+    if TYPE_CHECKING:  # provided by SqlLedger
 
         def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 

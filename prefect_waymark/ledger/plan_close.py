@@ -116,7 +116,7 @@ Decide = Callable[[dict[str, StepState]], "dict[str, Any] | None"]
 class PlanCloses:
     """``close_plan`` of :class:`~prefect_waymark.ledger.SqlLedger` (mixed into it)."""
 
-    if TYPE_CHECKING:  # provided by SqlLedger / SqlReceipts
+    if TYPE_CHECKING:  # provided by SqlLedger
 
         def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 

@@ -76,7 +76,7 @@ def check_not_renamed(ledger: LedgerReader, plan_id: str, source: str) -> None:
 class PlanRenames:
     """``rename_plan`` of :class:`~prefect_waymark.ledger.SqlLedger` (mixed into it)."""
 
-    if TYPE_CHECKING:  # provided by SqlLedger / SqlReceipts
+    if TYPE_CHECKING:  # provided by SqlLedger
 
         def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 

@@ -1,7 +1,8 @@
-"""Receipts of irreversible actions, on the ``waymark_receipts`` table (one row per key).
+"""Receipts of irreversible actions: the records, and the receipts API every ledger has.
 
-The idempotency key is the table's primary key; that is what makes an action happen at most once,
-on SQLite and on PostgreSQL alike. A row's life::
+The ``waymark_receipts`` table holds one row per idempotency key; the key is the table's primary
+key, and that is what makes an action happen at most once, on SQLite and on PostgreSQL alike.
+A row's life::
 
     claim   -> "intent"       committed BEFORE the side effect: this run owns the key now
     settle  -> "applied"      the receipt: outcome, external id, response hash, when, by whom
@@ -9,110 +10,135 @@ on SQLite and on PostgreSQL alike. A row's life::
 
 A row left at ``intent`` means the outcome is unknown (the runner died, or the body raised during
 the effect). It is never claimed again blindly: a probe that asks the business system settles it
-(or hands the key over with :meth:`SqlReceipts.claim_action` ``replace_token=``), otherwise a
+(or hands the key over with :meth:`ReceiptStore.claim_action` ``replace_token=``), otherwise a
 person does (``waymark receipt``). Every change also appends an ``action_*`` event in the same
 transaction, so each step's projection lists its receipts and its open intents.
+
+This module holds no storage: :mod:`.base` (the :class:`~prefect_waymark.ledger.Ledger`
+interface) takes :class:`ReceiptStore` from here, and :class:`~.sql_ledger.SqlLedger` writes and
+reads the rows.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import uuid
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal
+from abc import ABC, abstractmethod
+from datetime import datetime
+from typing import Any, Literal
 
-from sqlalchemy import insert
-from sqlalchemy.exc import IntegrityError
+from pydantic import BaseModel
 
-from ..errors import ReceiptConflictError
-from ..models import utcnow
-from ._tables import (
-    RECEIPT,
-    RECEIPT_LOCKED,
-    RECEIPTS,
-    RECEIPTS_OF_PLAN,
-    RECEIPTS_OF_STEP,
-    UPDATE_RECEIPT,
-    insert_ignoring_conflict,
-)
-from .base import this_host
-from .events import EventKind, ProgressEvent
-from .plan_rename import refuse_if_renamed
-from .receipt_records import (
-    MAX_RESULT_CHARS,
-    ActionClaim,
-    ReceiptRecord,
-    ReceiptStore,
-    default_action_key,
-)
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+from ..models import ActionReceipt
 
 __all__ = [
+    "MAX_RESULT_CHARS",
     "ActionClaim",
-    "ReceiptConflictError",
+    "ClaimStatus",
     "ReceiptRecord",
-    "SqlReceipts",
+    "ReceiptState",
+    "ReceiptStore",
     "default_action_key",
 ]
 
-
-def _intent(
-    key: str, step: tuple[str, str, str], run_id: str, by: str | None, **fields: Any
-) -> ReceiptRecord:
-    """A new ``intent`` record of the action ``step`` = (plan_id, step_id, action)."""
-    plan_id, step_id, action = step
-    return ReceiptRecord(
-        key=key,
-        plan_id=plan_id,
-        step_id=step_id,
-        action=action,
-        state="intent",
-        run_id=run_id,
-        intent_by=by,
-        **fields,
-    )
+ReceiptState = Literal["intent", "applied", "not_applied"]
+ClaimStatus = Literal["claimed", "applied", "open"]
+# Results larger than this are not kept in the receipt (their hash still is).
+MAX_RESULT_CHARS = 16_000
 
 
-def _update_values(rec: ReceiptRecord) -> dict[str, Any]:
-    """The parameters of ``UPDATE_RECEIPT`` for ``rec``'s row (its key is the row's)."""
-    values = rec.row_values()
-    values["p_key"] = values.pop("key")
-    return values
+def default_action_key(plan_id: str, step_id: str, action: str) -> str:
+    """The idempotency key an action gets unless its step gives one: ``plan/step/action``."""
+    return f"{plan_id}/{step_id}/{action}"
 
 
-def _keep_result(result: Any) -> Any:
-    try:
-        text = json.dumps(result, sort_keys=True)
-    except (TypeError, ValueError):
-        return None
-    return result if len(text) <= MAX_RESULT_CHARS else None
+class ReceiptRecord(BaseModel):
+    """One row of ``waymark_receipts``: the intent and, once settled, the receipt."""
+
+    key: str
+    plan_id: str
+    step_id: str
+    action: str
+    state: ReceiptState
+    run_id: str
+    token: str
+    claims: int = 1
+    intent_at: str
+    intent_by: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    outcome: str | None = None
+    external_id: str | None = None
+    response_hash: str | None = None
+    result: Any = None
+    settled_at: str | None = None
+    settled_by: str | None = None
+    source: str | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Any) -> ReceiptRecord:
+        """The record from its row (a row of every column of ``waymark_receipts``)."""
+        values = dict(row._mapping)
+        data = json.loads(values.pop("data"))
+        return cls(**values, **data)
+
+    def row_values(self) -> dict[str, Any]:
+        """The record as a row of ``waymark_receipts``: the fields that are columns of their
+        own, the rest as ``data`` (JSON)."""
+        from ._tables import RECEIPTS  # a row is written where a ledger is open
+
+        columns = [c.name for c in RECEIPTS.columns if c.name != "data"]
+        data = self.model_dump(exclude=set(columns))
+        return {
+            **{c: getattr(self, c) for c in columns},
+            "data": json.dumps(data, default=str, sort_keys=True),
+        }
+
+    def to_receipt(self) -> ActionReceipt:
+        """The receipt as a domain record (only meaningful once settled)."""
+        return ActionReceipt(
+            key=self.key,
+            action=self.action,
+            step_id=self.step_id,
+            outcome=self.outcome or self.state,
+            external_id=self.external_id,
+            response_hash=self.response_hash,
+            at=datetime.fromisoformat(self.settled_at or self.intent_at),
+            by=self.settled_by or self.intent_by,
+        )
+
+    def applied_words(self) -> str:
+        """ "applied at T by a, external id inv1": a committed receipt in words."""
+        ext = f", external id {self.external_id}" if self.external_id else ""
+        return f"applied at {self.settled_at} by {self.settled_by or self.intent_by}{ext}"
+
+    def summary(self) -> dict[str, Any]:
+        """What the step's projection, ``waymark status`` and the run's marker show."""
+        return {
+            "key": self.key,
+            "action": self.action,
+            "outcome": self.outcome or self.state,
+            "external_id": self.external_id,
+            "response_hash": self.response_hash,
+            "at": self.settled_at or self.intent_at,
+            "by": self.settled_by or self.intent_by,
+            "run_id": self.run_id,
+            "source": self.source,
+        }
 
 
-class SqlReceipts(ReceiptStore):
-    """The receipt methods of :class:`~prefect_waymark.ledger.SqlLedger` (mixed into it).
+class ActionClaim(BaseModel):
+    """The answer to a claim: ``claimed`` (run the effect now), ``applied`` (a receipt exists:
+    skip it) or ``open`` (someone's intent has no receipt: outcome unknown)."""
 
-    Each method is one transaction: the row change plus its ``action_*`` event and the step's
-    projection. On SQLite every write transaction starts with ``BEGIN IMMEDIATE``; on PostgreSQL
-    the key's row is locked ``FOR UPDATE`` and a racing insert of the same key waits for the
-    first one to commit, then does nothing.
-    """
+    status: ClaimStatus
+    record: ReceiptRecord
 
-    if TYPE_CHECKING:  # provided by SqlLedger
 
-        def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
+class ReceiptStore(ABC):
+    """Receipts of irreversible actions: one record per idempotency key (part of every ledger)."""
 
-        def _read(self, *, snapshot: bool = False) -> AbstractContextManager[Connection]: ...
-
-        def _append(
-            self, conn: Connection, ev: ProgressEvent, lease_seconds: float
-        ) -> ProgressEvent: ...
-
-        def _safe_url(self) -> str: ...
-
-    # -- writes --------------------------------------------------------------------------
+    @abstractmethod
     def claim_action(
         self,
         *,
@@ -125,56 +151,9 @@ class SqlReceipts(ReceiptStore):
         branch: str | None = None,
         replace_token: str | None = None,
     ) -> ActionClaim:
-        """Write the intent for ``key`` before the effect, unless the key is taken.
+        """Write the intent for ``key`` before the side effect, unless the key is taken."""
 
-        ``replace_token``: take over an open intent with this token (a probe said the action
-        was not applied). A ``not_applied`` row is claimed again like a new key.
-        """
-        rec = _intent(
-            key,
-            (plan_id, step_id, action),
-            run_id,
-            by,
-            token=uuid.uuid4().hex,
-            intent_at=utcnow().isoformat(),
-            host=this_host(),
-            pid=os.getpid(),
-        )
-        with self._write(durable=True) as conn:
-            refuse_if_renamed(conn, plan_id)  # never claim under an id renamed meanwhile
-            if self._insert_new(conn, rec):
-                self._event(conn, rec, EventKind.action_intent, branch, run_id, claims=1)
-                return ActionClaim(status="claimed", record=rec)
-            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).one()
-            old = ReceiptRecord.from_row(row)
-            if (old.plan_id, old.step_id, old.action) != (plan_id, step_id, action):
-                raise ReceiptConflictError(
-                    f"idempotency key {key!r} already belongs to action {old.action!r} of step "
-                    f"{old.step_id!r} in plan {old.plan_id!r}; give each action its own key"
-                )
-            if old.state == "applied":
-                return ActionClaim(status="applied", record=old)
-            takeover = old.state == "intent" and replace_token is not None
-            if old.state == "intent" and not takeover:
-                return ActionClaim(status="open", record=old)
-            if takeover and old.token != replace_token:
-                return ActionClaim(status="open", record=old)
-            if takeover:
-                self._event(
-                    conn,
-                    old,
-                    EventKind.action_not_applied,
-                    branch,
-                    run_id,
-                    source="probe",
-                    by=by,
-                    note="a probe found the action not applied; claiming it again",
-                )
-            new = rec.model_copy(update={"claims": old.claims + 1})
-            conn.execute(UPDATE_RECEIPT, _update_values(new))
-            self._event(conn, new, EventKind.action_intent, branch, run_id, claims=new.claims)
-            return ActionClaim(status="claimed", record=new)
-
+    @abstractmethod
     def settle_action(
         self,
         key: str,
@@ -191,112 +170,12 @@ class SqlReceipts(ReceiptStore):
         step: tuple[str, str, str] | None = None,
         run_id: str | None = None,
     ) -> ReceiptRecord:
-        """Settle the intent ``token`` holds: commit the receipt, or record it was not applied.
+        """Commit the receipt of the intent ``token`` holds, or record it was not applied."""
 
-        ``token=None`` is a person's record (``waymark receipt``): it settles whatever intent is
-        open, and with ``step=(plan_id, step_id, action)`` may also record a receipt for a key
-        that has no row yet. An already applied key is never changed.
-        """
-        now = utcnow().isoformat()
-        with self._write(durable=True) as conn:
-            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).first()
-            if row is None:
-                if token is not None or step is None:
-                    raise ReceiptConflictError(f"no intent recorded for idempotency key {key!r}")
-                old = _intent(key, step, run_id or "", by, token="", claims=0, intent_at=now)
-                if not self._insert_new(conn, old):
-                    # A run claimed the key between the read above and this insert (PostgreSQL
-                    # at READ COMMITTED; SQLite's BEGIN IMMEDIATE excludes it). Its fresh intent
-                    # is never overwritten by a record made without seeing it: settled
-                    # not_applied, the run would act, fail to settle, and a later run would
-                    # claim the key again.
-                    raise ReceiptConflictError(
-                        f"action {step[2]!r} (key {key!r}) was claimed by a run while this "
-                        f"receipt was being recorded; nothing was recorded: list the step's "
-                        f"receipts (`waymark receipt PLAN {step[1]}`) and record again"
-                    )
-            else:
-                old = ReceiptRecord.from_row(row)
-            if old.state == "applied":
-                raise ReceiptConflictError(
-                    f"action {old.action!r} (key {key!r}) already has a receipt: applied at "
-                    f"{old.settled_at} by {old.settled_by}; a receipt is never changed"
-                )
-            if token is not None and (old.state != "intent" or old.token != token):
-                raise ReceiptConflictError(
-                    f"action {old.action!r} (key {key!r}) is no longer claimed by this attempt "
-                    f"(now {old.state} by run {old.run_id}); its outcome must be reviewed"
-                )
-            new = old.model_copy(
-                update={
-                    "state": outcome,
-                    "outcome": outcome,
-                    "external_id": external_id,
-                    "response_hash": response_hash,
-                    "result": _keep_result(result),
-                    "settled_at": now,
-                    "settled_by": by,
-                    "source": source,
-                    "note": note,
-                }
-            )
-            conn.execute(UPDATE_RECEIPT, _update_values(new))
-            applied = outcome == "applied"
-            kind = EventKind.action_applied if applied else EventKind.action_not_applied
-            by_run = run_id if run_id is not None or token is None else old.run_id
-            info = new.summary()
-            info.pop("run_id")
-            self._event(conn, new, kind, branch, by_run, **info, note=note)
-            return new
-
-    # -- reads ---------------------------------------------------------------------------
+    @abstractmethod
     def receipt(self, key: str) -> ReceiptRecord | None:
-        """The row of ``key`` (intent or settled), if any."""
-        with self._read() as conn:
-            row = conn.execute(RECEIPT, {"p_key": key}).first()
-        return ReceiptRecord.from_row(row) if row is not None else None
+        """The intent or receipt recorded for ``key``."""
 
+    @abstractmethod
     def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
-        """Every receipt row of a plan (or of one step), oldest intent first."""
-        q, params = RECEIPTS_OF_PLAN, {"p_plan": plan_id}
-        if step_id is not None:
-            q, params = RECEIPTS_OF_STEP, {**params, "p_step": step_id}
-        with self._read() as conn:
-            rows = [ReceiptRecord.from_row(r) for r in conn.execute(q, params)]
-        return sorted(rows, key=lambda r: (r.intent_at, r.key))
-
-    # -- helpers -------------------------------------------------------------------------
-    def _insert_new(self, conn: Connection, rec: ReceiptRecord) -> bool:
-        # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL
-        # transaction).
-        claim = insert_ignoring_conflict(conn.dialect.name, RECEIPTS, RECEIPTS.c.key)
-        if claim is not None:
-            return conn.execute(claim, rec.row_values()).first() is not None
-        try:  # another SQL back-end: let the primary key raise
-            with conn.begin_nested():
-                conn.execute(insert(RECEIPTS), rec.row_values())
-            return True
-        except IntegrityError:
-            return False
-
-    def _event(
-        self,
-        conn: Connection,
-        rec: ReceiptRecord,
-        kind: EventKind,
-        branch: str | None,
-        run_id: str | None,
-        **data: Any,
-    ) -> None:
-        data = {"key": rec.key, "action": rec.action, **data}
-        if kind == EventKind.action_intent:
-            data.update(by=rec.intent_by, host=rec.host, pid=rec.pid)
-        ev = ProgressEvent(
-            plan_id=rec.plan_id,
-            kind=kind,
-            step_id=rec.step_id,
-            branch=branch,
-            run_id=run_id or None,
-            data={k: v for k, v in data.items() if v is not None},
-        )
-        self._append(conn, ev, 60.0)
+        """The plan's intents and receipts (for markers, status and review)."""

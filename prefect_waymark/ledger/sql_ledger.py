@@ -6,25 +6,35 @@ the engine's events: the ledger's pragmas on each new connection, ``BEGIN IMMEDI
 write transaction (concurrent writers queue for the lock instead of failing mid-way), a deferred
 ``BEGIN`` for reads (one snapshot, writers go on). SQLAlchemy is imported when a ledger is
 opened, not when this package is.
+
+:class:`SqlLedger` reads and writes the events, the steps' projection, the branches' holds and
+the receipts of irreversible actions (a receipt row's life: :mod:`.receipts`), top to bottom:
+opening, the connection layer, writes, reads, receipts, the rebuild. A plan's rename, its close
+and its history read out and written in are topics of their own, each a mixin with its
+statements: :mod:`.plan_rename`, :mod:`.plan_close`, :mod:`.plan_archive`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import insert, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
-from ..errors import BranchBusyError, LedgerError, LedgerNotFound
+from ..errors import BranchBusyError, LedgerError, LedgerNotFound, ReceiptConflictError
+from ..models import utcnow
 from ._tables import (
+    COUNT_EVENTS,
     EVENTS,
     HOLDER,
     HOLDS,
@@ -32,24 +42,32 @@ from ._tables import (
     META,
     META_VALUE,
     META_VALUE_LOCKED,
+    PLAN_HOLDS,
+    RECEIPT,
+    RECEIPT_LOCKED,
+    RECEIPTS,
+    RECEIPTS_OF_PLAN,
+    RECEIPTS_OF_STEP,
     RELEASE_HOLD,
     RENEW,
     STEP_STATE,
+    STEP_STATES,
     STEPS,
+    UPDATE_RECEIPT,
     UPDATE_STEP,
     insert_ignoring,
     insert_ignoring_conflict,
     insert_step_states,
     metadata,
 )
-from .base import Ledger, event_kind, this_host
+from .base import Hold, Ledger, event_kind, this_host
 from .connection import BEGIN_OPTION, make_engine, restore_synchronous, set_synchronous
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .migrations import migrate, new_ledger_meta
 from .plan_archive import PlanArchive
 from .plan_close import GUARDED_KINDS, PlanCloses, refuse_if_stopped
-from .plan_rename import PlanRenames
-from .receipts import SqlReceipts
+from .plan_rename import PlanRenames, refuse_if_renamed
+from .receipts import MAX_RESULT_CHARS, ActionClaim, ReceiptRecord
 from .schema import (
     LEDGER_ID_KEY,
     SCHEMA_VERSION,
@@ -59,7 +77,6 @@ from .schema import (
     event_values,
     kind_names,
 )
-from .sql_reads import SqlReads
 from .step_state import (
     StepState,
     apply_event,
@@ -67,6 +84,7 @@ from .step_state import (
     folded_json,
     new_state_fields,
     row_fields,
+    states_by_step,
 )
 from .urls import check_ledger_url
 
@@ -81,7 +99,39 @@ __all__ = ["SqlLedger"]
 _INHERITED: list[Any] = []
 
 
-class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Ledger):
+def _intent(
+    key: str, step: tuple[str, str, str], run_id: str, by: str | None, **fields: Any
+) -> ReceiptRecord:
+    """A new ``intent`` record of the action ``step`` = (plan_id, step_id, action)."""
+    plan_id, step_id, action = step
+    return ReceiptRecord(
+        key=key,
+        plan_id=plan_id,
+        step_id=step_id,
+        action=action,
+        state="intent",
+        run_id=run_id,
+        intent_by=by,
+        **fields,
+    )
+
+
+def _update_values(rec: ReceiptRecord) -> dict[str, Any]:
+    """The parameters of ``UPDATE_RECEIPT`` for ``rec``'s row (its key is the row's)."""
+    values = rec.row_values()
+    values["p_key"] = values.pop("key")
+    return values
+
+
+def _keep_result(result: Any) -> Any:
+    try:
+        text = json.dumps(result, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    return result if len(text) <= MAX_RESULT_CHARS else None
+
+
+class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
@@ -361,6 +411,233 @@ class SqlLedger(SqlReads, SqlReceipts, PlanRenames, PlanCloses, PlanArchive, Led
             params = {"p_run": run_id, "lease_until": time.time() + lease_seconds}
             return int(conn.execute(RENEW, params).rowcount)
 
+    # -- reads ---------------------------------------------------------------------------
+    def events(
+        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
+    ) -> list[ProgressEvent]:
+        q = select(EVENTS).where(EVENTS.c.plan_id == plan_id, EVENTS.c.seq > after_seq)
+        if kinds is not None:
+            q = q.where(EVENTS.c.kind.in_(kind_names(kinds)))
+        with self._read() as conn:
+            return [event_from_row(r) for r in conn.execute(q.order_by(EVENTS.c.seq))]
+
+    def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
+        q = (
+            select(EVENTS)
+            .where(EVENTS.c.plan_id == plan_id, EVENTS.c.kind.in_(kind_names(kinds)))
+            .order_by(EVENTS.c.seq.desc())
+            .limit(1)
+        )
+        with self._read() as conn:
+            row = conn.execute(q).first()
+        return event_from_row(row) if row is not None else None
+
+    def count_events(self, plan_id: str) -> int:
+        with self._read() as conn:
+            return int(conn.execute(COUNT_EVENTS, {"p_plan": plan_id}).scalar_one())
+
+    def step_states(self, plan_id: str) -> dict[str, StepState]:
+        with self._read() as conn:
+            rows = conn.execute(STEP_STATES, {"p_plan": plan_id})
+            return states_by_step(r.state for r in rows)
+
+    def holds(self, plan_id: str) -> list[Hold]:
+        with self._read() as conn:
+            rows = conn.execute(PLAN_HOLDS, {"p_plan": plan_id}).all()
+        return [Hold(**r._mapping) for r in rows]
+
+    # -- receipts ------------------------------------------------------------------------
+    # Each receipt method is one transaction: the row change plus its ``action_*`` event and the
+    # step's projection. On SQLite every write transaction starts with ``BEGIN IMMEDIATE``; on
+    # PostgreSQL the key's row is locked ``FOR UPDATE`` and a racing insert of the same key waits
+    # for the first one to commit, then does nothing.
+    def claim_action(
+        self,
+        *,
+        plan_id: str,
+        step_id: str,
+        action: str,
+        key: str,
+        run_id: str,
+        by: str | None = None,
+        branch: str | None = None,
+        replace_token: str | None = None,
+    ) -> ActionClaim:
+        """Write the intent for ``key`` before the effect, unless the key is taken.
+
+        ``replace_token``: take over an open intent with this token (a probe said the action
+        was not applied). A ``not_applied`` row is claimed again like a new key.
+        """
+        rec = _intent(
+            key,
+            (plan_id, step_id, action),
+            run_id,
+            by,
+            token=uuid.uuid4().hex,
+            intent_at=utcnow().isoformat(),
+            host=this_host(),
+            pid=os.getpid(),
+        )
+        with self._write(durable=True) as conn:
+            refuse_if_renamed(conn, plan_id)  # never claim under an id renamed meanwhile
+            if self._insert_new(conn, rec):
+                self._event(conn, rec, EventKind.action_intent, branch, run_id, claims=1)
+                return ActionClaim(status="claimed", record=rec)
+            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).one()
+            old = ReceiptRecord.from_row(row)
+            if (old.plan_id, old.step_id, old.action) != (plan_id, step_id, action):
+                raise ReceiptConflictError(
+                    f"idempotency key {key!r} already belongs to action {old.action!r} of step "
+                    f"{old.step_id!r} in plan {old.plan_id!r}; give each action its own key"
+                )
+            if old.state == "applied":
+                return ActionClaim(status="applied", record=old)
+            takeover = old.state == "intent" and replace_token is not None
+            if old.state == "intent" and not takeover:
+                return ActionClaim(status="open", record=old)
+            if takeover and old.token != replace_token:
+                return ActionClaim(status="open", record=old)
+            if takeover:
+                self._event(
+                    conn,
+                    old,
+                    EventKind.action_not_applied,
+                    branch,
+                    run_id,
+                    source="probe",
+                    by=by,
+                    note="a probe found the action not applied; claiming it again",
+                )
+            new = rec.model_copy(update={"claims": old.claims + 1})
+            conn.execute(UPDATE_RECEIPT, _update_values(new))
+            self._event(conn, new, EventKind.action_intent, branch, run_id, claims=new.claims)
+            return ActionClaim(status="claimed", record=new)
+
+    def settle_action(
+        self,
+        key: str,
+        *,
+        outcome: Literal["applied", "not_applied"],
+        token: str | None,
+        by: str | None = None,
+        external_id: str | None = None,
+        response_hash: str | None = None,
+        result: Any = None,
+        source: str = "run",
+        note: str | None = None,
+        branch: str | None = None,
+        step: tuple[str, str, str] | None = None,
+        run_id: str | None = None,
+    ) -> ReceiptRecord:
+        """Settle the intent ``token`` holds: commit the receipt, or record it was not applied.
+
+        ``token=None`` is a person's record (``waymark receipt``): it settles whatever intent is
+        open, and with ``step=(plan_id, step_id, action)`` may also record a receipt for a key
+        that has no row yet. An already applied key is never changed.
+        """
+        now = utcnow().isoformat()
+        with self._write(durable=True) as conn:
+            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).first()
+            if row is None:
+                if token is not None or step is None:
+                    raise ReceiptConflictError(f"no intent recorded for idempotency key {key!r}")
+                old = _intent(key, step, run_id or "", by, token="", claims=0, intent_at=now)
+                if not self._insert_new(conn, old):
+                    # A run claimed the key between the read above and this insert (PostgreSQL
+                    # at READ COMMITTED; SQLite's BEGIN IMMEDIATE excludes it). Its fresh intent
+                    # is never overwritten by a record made without seeing it: settled
+                    # not_applied, the run would act, fail to settle, and a later run would
+                    # claim the key again.
+                    raise ReceiptConflictError(
+                        f"action {step[2]!r} (key {key!r}) was claimed by a run while this "
+                        f"receipt was being recorded; nothing was recorded: list the step's "
+                        f"receipts (`waymark receipt PLAN {step[1]}`) and record again"
+                    )
+            else:
+                old = ReceiptRecord.from_row(row)
+            if old.state == "applied":
+                raise ReceiptConflictError(
+                    f"action {old.action!r} (key {key!r}) already has a receipt: applied at "
+                    f"{old.settled_at} by {old.settled_by}; a receipt is never changed"
+                )
+            if token is not None and (old.state != "intent" or old.token != token):
+                raise ReceiptConflictError(
+                    f"action {old.action!r} (key {key!r}) is no longer claimed by this attempt "
+                    f"(now {old.state} by run {old.run_id}); its outcome must be reviewed"
+                )
+            new = old.model_copy(
+                update={
+                    "state": outcome,
+                    "outcome": outcome,
+                    "external_id": external_id,
+                    "response_hash": response_hash,
+                    "result": _keep_result(result),
+                    "settled_at": now,
+                    "settled_by": by,
+                    "source": source,
+                    "note": note,
+                }
+            )
+            conn.execute(UPDATE_RECEIPT, _update_values(new))
+            applied = outcome == "applied"
+            kind = EventKind.action_applied if applied else EventKind.action_not_applied
+            by_run = run_id if run_id is not None or token is None else old.run_id
+            info = new.summary()
+            info.pop("run_id")
+            self._event(conn, new, kind, branch, by_run, **info, note=note)
+            return new
+
+    def receipt(self, key: str) -> ReceiptRecord | None:
+        """The row of ``key`` (intent or settled), if any."""
+        with self._read() as conn:
+            row = conn.execute(RECEIPT, {"p_key": key}).first()
+        return ReceiptRecord.from_row(row) if row is not None else None
+
+    def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
+        """Every receipt row of a plan (or of one step), oldest intent first."""
+        q, params = RECEIPTS_OF_PLAN, {"p_plan": plan_id}
+        if step_id is not None:
+            q, params = RECEIPTS_OF_STEP, {**params, "p_step": step_id}
+        with self._read() as conn:
+            rows = [ReceiptRecord.from_row(r) for r in conn.execute(q, params)]
+        return sorted(rows, key=lambda r: (r.intent_at, r.key))
+
+    def _insert_new(self, conn: Connection, rec: ReceiptRecord) -> bool:
+        # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL
+        # transaction).
+        claim = insert_ignoring_conflict(conn.dialect.name, RECEIPTS, RECEIPTS.c.key)
+        if claim is not None:
+            return conn.execute(claim, rec.row_values()).first() is not None
+        try:  # another SQL back-end: let the primary key raise
+            with conn.begin_nested():
+                conn.execute(insert(RECEIPTS), rec.row_values())
+            return True
+        except IntegrityError:
+            return False
+
+    def _event(
+        self,
+        conn: Connection,
+        rec: ReceiptRecord,
+        kind: EventKind,
+        branch: str | None,
+        run_id: str | None,
+        **data: Any,
+    ) -> None:
+        data = {"key": rec.key, "action": rec.action, **data}
+        if kind == EventKind.action_intent:
+            data.update(by=rec.intent_by, host=rec.host, pid=rec.pid)
+        ev = ProgressEvent(
+            plan_id=rec.plan_id,
+            kind=kind,
+            step_id=rec.step_id,
+            branch=branch,
+            run_id=run_id or None,
+            data={k: v for k, v in data.items() if v is not None},
+        )
+        self._append(conn, ev, 60.0)
+
+    # -- the projection folded again, the connections released ------------------------------
     @staticmethod
     def _fold(events: list[ProgressEvent]) -> tuple[dict[str, StepState], dict[str, int]]:
         states: dict[str, StepState] = {}

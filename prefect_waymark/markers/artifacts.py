@@ -255,7 +255,7 @@ def read_latest_marker(
 
 def run_observers(gate: ReviewGate, workdir: Path) -> list[RunObserver]:
     """The observers that keep a run's artifacts current: the progress bar and the plan page."""
-    from .plan_page_publish import PlanPage
+    from .plan_page.publish import PlanPage
 
     return [ProgressArtifact(gate, workdir), PlanPage(gate, workdir)]
 

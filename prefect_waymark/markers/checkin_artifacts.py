@@ -133,7 +133,7 @@ def publish_checkin_artifacts(
     server is known, else why not (one line, for a warning)."""
     from .artifacts import steps_table
     from .plan_copy import plan_copy
-    from .plan_page_publish import PlanPagePublisher
+    from .plan_page.publish import PlanPagePublisher
 
     server = _server()
     if server is None:

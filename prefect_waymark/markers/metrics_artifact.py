@@ -1,7 +1,7 @@
 """The plan's metrics as a Prefect table artifact at the end of each run,
 ``waymark-<plan>-<copy>-metrics`` (one version per run): what the run's ``run_finished`` event
 recorded (``metrics``; :mod:`prefect_waymark.metrics`). The plan page shows them too
-(:mod:`.page_metrics`)."""
+(:func:`.plan_page.render.metrics_section`)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from ..text.markdown import (
 )
 from .boundary_section import boundary_section
 from .plan_copy import PlanCopy, artifact_url, flow_run_url
-from .plan_line import plan_line
+from .plan_page.render import plan_line
 
 __all__ = ["marker_line", "render_run_marker"]
 

@@ -23,7 +23,7 @@ from .marker_record import build_marker, marker_history
 
 if TYPE_CHECKING:
     from .concurrent_sends import Send
-    from .plan_page_publish import PlanPagePublisher
+    from .plan_page.publish import PlanPagePublisher
 
 __all__ = [
     "VIEW_FILES",
@@ -171,7 +171,7 @@ def _publish(
                 files, partial(page.publish, live=False, states=states, find=True, view=view)
             )
     else:
-        from .plan_page_publish import publish_plan_page
+        from .plan_page.publish import publish_plan_page
 
         meanwhile = _then(
             files,
@@ -194,7 +194,7 @@ def _page_update(
     page: PlanPagePublisher, states: Mapping[str, StepState], view: PlanView
 ) -> Send | None:
     """The update of the run's version of the plan page, rendered here; None (logged) if it
-    cannot be rendered. Logged as :mod:`.plan_page_publish` logs it."""
+    cannot be rendered. Logged as :mod:`.plan_page.publish` logs it."""
     from prefect.client.schemas.actions import ArtifactUpdate
 
     from .concurrent_sends import Send

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.receipt_records import ReceiptRecord
+from ..ledger.receipts import ReceiptRecord
 from ..ledger.step_state import StepState
 from ..models import GoalContract
 from ..plan.spec import PlanSpec

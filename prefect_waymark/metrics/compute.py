@@ -7,7 +7,7 @@ from typing import Any
 
 from ..ledger.base import LedgerReader
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.receipt_records import ReceiptRecord, ReceiptStore
+from ..ledger.receipts import ReceiptRecord, ReceiptStore
 from ..ledger.run_hashes import light_events
 from ..ledger.step_state import StepState
 from ..models import GoalContract

@@ -12,7 +12,7 @@ from typing import Literal
 from ..ledger import Ledger
 from ..ledger.events import EventKind
 from ..ledger.identity import default_executor
-from ..ledger.receipt_records import ReceiptRecord, default_action_key
+from ..ledger.receipts import ReceiptRecord, default_action_key
 from ..plan.spec import PlanSpec
 
 __all__ = ["choose_key", "record_receipt"]

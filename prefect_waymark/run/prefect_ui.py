@@ -24,7 +24,7 @@ outcome instead: the UI shows it on the badge, its "State names" filter lists it
 state emits the event ``prefect.flow-run.<name>`` that an automation can match
 (``prefect.flow-run.NeedsReview``, ``prefect.flow-run.Aborted``). The state message is the plan's
 one line (``failed at check-figures · 3/6 done · next: check-figures``), as the artifact
-descriptions say it (:func:`~prefect_waymark.markers.plan_line.plan_line`).
+descriptions say it (:func:`~prefect_waymark.markers.plan_page.render.plan_line`).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def final_state(summary: RunSummary, view: PlanView, ledger: Ledger) -> State[An
     from prefect.states import Completed, Failed
 
     from ..errors import PlanRunFailed
-    from ..markers.plan_line import plan_line
+    from ..markers.plan_page.render import plan_line
     from ..review.decisions import abort_event
 
     aborted = summary.result in ("needs_review", "stopped") and (
@@ -207,7 +207,7 @@ def ui_links(flow_run_id: str | None, plan_id: str, ui_url: str | None = None) -
         ui_url = PREFECT_UI_URL.value()
     if not ui_url or not flow_run_id:
         return {}
-    from ..markers.plan_page_publish import created_page
+    from ..markers.plan_page.publish import created_page
 
     base = _ui_base(ui_url)
     links = {"flow run": f"{base}/runs/flow-run/{flow_run_id}"}

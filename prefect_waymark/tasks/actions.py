@@ -38,7 +38,7 @@ from ..errors import ForbiddenActionError, NeedsReview, OutcomeUnknownError, Ste
 from ..guards.receipts import receipts_of_action
 from ..ledger.base import pid_alive, this_host
 from ..ledger.identity import default_executor
-from ..ledger.receipt_records import ReceiptRecord, default_action_key
+from ..ledger.receipts import ReceiptRecord, default_action_key
 from ..models import ActionReceipt, forbidden_rule
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from prefect_waymark.ledger import EventKind, open_ledger
 from prefect_waymark.ledger.events import EVENT_PAYLOADS
 from prefect_waymark.ledger.progress_view import build_view
 from prefect_waymark.markers import marker_history
-from prefect_waymark.markers.page_sections import steps_section
 from prefect_waymark.markers.plan_copy import PlanCopy
+from prefect_waymark.markers.plan_page.render import steps_section
 from prefect_waymark.markers.run_marker_page import render_run_marker
 from prefect_waymark.plan.loader import load_plan
 from tests._support.helpers import run_cli

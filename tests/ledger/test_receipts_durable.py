@@ -25,7 +25,6 @@ import pytest
 import sqlalchemy as sa
 
 from prefect_waymark.ledger import SqlLedger
-from prefect_waymark.ledger.receipts import SqlReceipts
 
 PLAN = "durable-plan"
 
@@ -34,24 +33,24 @@ PLAN = "durable-plan"
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     """(what, synchronous level) for every receipt row change and every action event."""
     levels: list[tuple[str, Any]] = []
-    insert_new = SqlReceipts._insert_new
-    event = SqlReceipts._event
+    insert_new = SqlLedger._insert_new
+    event = SqlLedger._event
 
     def level(conn: Any) -> Any:
         if conn.dialect.name == "postgresql":
             return conn.exec_driver_sql("SHOW synchronous_commit").scalar_one()
         return int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
 
-    def spy_insert(self: SqlReceipts, conn: Any, rec: Any) -> bool:
+    def spy_insert(self: SqlLedger, conn: Any, rec: Any) -> bool:
         levels.append(("insert", level(conn)))
         return insert_new(self, conn, rec)
 
-    def spy_event(self: SqlReceipts, conn: Any, rec: Any, kind: Any, *a: Any, **k: Any) -> None:
+    def spy_event(self: SqlLedger, conn: Any, rec: Any, kind: Any, *a: Any, **k: Any) -> None:
         levels.append((str(kind), level(conn)))
         event(self, conn, rec, kind, *a, **k)
 
-    monkeypatch.setattr(SqlReceipts, "_insert_new", spy_insert)
-    monkeypatch.setattr(SqlReceipts, "_event", spy_event)
+    monkeypatch.setattr(SqlLedger, "_insert_new", spy_insert)
+    monkeypatch.setattr(SqlLedger, "_event", spy_event)
     return levels
 
 
@@ -116,13 +115,13 @@ def test_a_commit_that_fails_is_its_own_error_and_the_pool_stays_at_normal(
             conn.exec_driver_sql(
                 "CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)"
             )
-        insert_new = SqlReceipts._insert_new
+        insert_new = SqlLedger._insert_new
 
-        def orphan_then_insert(self: SqlReceipts, conn: Any, rec: Any) -> bool:
+        def orphan_then_insert(self: SqlLedger, conn: Any, rec: Any) -> bool:
             conn.exec_driver_sql("INSERT INTO child (p) VALUES (42)")  # fails at COMMIT
             return insert_new(self, conn, rec)
 
-        monkeypatch.setattr(SqlReceipts, "_insert_new", orphan_then_insert)
+        monkeypatch.setattr(SqlLedger, "_insert_new", orphan_then_insert)
         with pytest.raises((sa.exc.IntegrityError, sqlite3.IntegrityError), match="FOREIGN KEY"):
             led.claim_action(plan_id=PLAN, step_id="pay", action="pay", key="k1", run_id="r1")
         monkeypatch.undo()

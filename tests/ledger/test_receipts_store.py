@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from prefect_waymark.errors import LedgerError
+from prefect_waymark.errors import LedgerError, ReceiptConflictError
 from prefect_waymark.ledger import SqlLedger
-from prefect_waymark.ledger.receipts import ReceiptConflictError, default_action_key
+from prefect_waymark.ledger.receipts import default_action_key
 
 
 def _claim(led: SqlLedger, key: str = "p/s/pay", run: str = "r1", **kw: Any) -> Any:

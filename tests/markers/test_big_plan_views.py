@@ -9,7 +9,7 @@ from pathlib import Path
 from prefect_waymark.ledger.progress_view import build_view
 from prefect_waymark.ledger.step_state import StepState
 from prefect_waymark.markers.artifacts import STEPS_TABLE_MAX, _table_steps
-from prefect_waymark.markers.page_sections import ROWS_SHOWN, acceptance_section, steps_section
+from prefect_waymark.markers.plan_page.render import ROWS_SHOWN, acceptance_section, steps_section
 from prefect_waymark.models import StepStatus
 from prefect_waymark.plan.loader import validate_plan_data
 from prefect_waymark.plan.spec import PlanSpec

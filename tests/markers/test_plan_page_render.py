@@ -11,8 +11,7 @@ from prefect_waymark.ledger.events import EventKind, ProgressEvent
 from prefect_waymark.ledger.progress_view import build_view
 from prefect_waymark.ledger.step_state import StepState
 from prefect_waymark.markers.plan_copy import PlanCopy
-from prefect_waymark.markers.plan_line import plan_line
-from prefect_waymark.markers.plan_page import PageInput, render_plan_page
+from prefect_waymark.markers.plan_page.render import PageInput, plan_line, render_plan_page
 from prefect_waymark.markers.run_marker_page import render_run_marker
 from prefect_waymark.models import GoalContract
 from prefect_waymark.plan.loader import validate_plan_data

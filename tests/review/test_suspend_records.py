@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from prefect_waymark.ledger.events import EventKind, ProgressEvent
 from prefect_waymark.ledger.identity import execution_run_id, flow_run_of
-from prefect_waymark.markers.plan_page import open_pause
+from prefect_waymark.markers.plan_page.render import open_pause
 from prefect_waymark.models import utcnow
 from prefect_waymark.review.suspend import open_suspension, open_suspensions, suspend_key
 

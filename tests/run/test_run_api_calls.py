@@ -148,7 +148,7 @@ def test_the_ui_links_name_the_page_the_run_made_without_asking_the_server(
 def test_a_remembered_page_is_the_plans_own_and_the_memory_is_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from prefect_waymark.markers import plan_page_publish as pages
+    from prefect_waymark.markers.plan_page import publish as pages
 
     monkeypatch.setattr(pages, "_CREATED", {})  # this test's own, the process's back after
 

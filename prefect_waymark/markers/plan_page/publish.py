@@ -1,11 +1,11 @@
-"""Publishing the plan page (:mod:`.plan_page`) to Prefect while a run goes on.
+"""Publishing the plan page (its Markdown: :mod:`.render`) to Prefect while a run goes on.
 
 Each run keeps **one version** of the page (key ``waymark-<plan>-<copy>``, see
-:mod:`.plan_copy`): created at run start (or at a pause that comes first), updated in place as
-steps complete (at most every :attr:`PlanPage.min_interval` seconds), when the run pauses for
-review and when the pause is answered, and a last time when the run ends
-(:func:`publish_plan_page`, called with the run's markers). So the key's history in the UI is
-one version per run, each ending at where that run left the plan.
+:mod:`prefect_waymark.markers.plan_copy`): created at run start (or at a pause that comes
+first), updated in place as steps complete (at most every :attr:`PlanPage.min_interval`
+seconds), when the run pauses for review and when the pause is answered, and a last time when
+the run ends (:func:`publish_plan_page`, called with the run's markers). So the key's history in
+the UI is one version per run, each ending at where that run left the plan.
 """
 
 from __future__ import annotations
@@ -19,19 +19,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ..guards.observers import RunObserver
-from .plan_copy import PlanCopy, artifact_url, is_page_key, plan_copy, ui_base_url
+from ...guards.observers import RunObserver
+from ..plan_copy import PlanCopy, artifact_url, is_page_key, plan_copy, ui_base_url
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
 
-    from ..guards.base import GuardContext
-    from ..ledger.base import Ledger
-    from ..ledger.progress_view import PlanView
-    from ..ledger.step_state import StepState
-    from ..models import GoalContract
-    from ..plan.spec import PlanSpec, StepSpec
-    from ..review.gate import ReviewGate
+    from ...guards.base import GuardContext
+    from ...ledger.base import Ledger
+    from ...ledger.progress_view import PlanView
+    from ...ledger.step_state import StepState
+    from ...models import GoalContract
+    from ...plan.spec import PlanSpec, StepSpec
+    from ...review.gate import ReviewGate
 
 __all__ = ["PlanPage", "PlanPagePublisher", "created_page", "publish_plan_page"]
 
@@ -66,7 +66,7 @@ def _remember(flow_run_id: str, key: str, artifact_id: str) -> None:
 
 
 def _contract(plan: PlanSpec) -> GoalContract | None:
-    from ..guards.sources import load_contract
+    from ...guards.sources import load_contract
 
     try:
         loaded = load_contract(plan)
@@ -109,9 +109,9 @@ class PlanPagePublisher:
         """The page's Markdown and its one-line description, from the ledger now (``view``: the
         view of the ``states`` given, if the caller built it; ``ui_url``: the UI's address, if
         the caller knows it — else Prefect's settings say it)."""
-        from ..ledger.run_hashes import light_events
-        from ..models import utcnow
-        from .plan_page import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
+        from ...ledger.run_hashes import light_events
+        from ...models import utcnow
+        from .render import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
 
         if states is None:
             states, view = self.ledger.step_states(self.plan.plan_id), None
@@ -159,7 +159,7 @@ class PlanPagePublisher:
             _log.warning("plan page not published: %s", exc)
 
     def _create_soon(self, markdown: str, description: str) -> None:
-        from .concurrent_sends import Send, send_soon
+        from ..concurrent_sends import Send, send_soon
 
         key, copy = self.copy.key(), self.copy
 
