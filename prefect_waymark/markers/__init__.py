@@ -1,8 +1,8 @@
 """Execution markers: the boundary of each run, for machines (ledger event, EXECUTION_MARKER.json,
 Prefect artifacts) and for people (TASKS.md, STATE.md, IMPLEMENTATION_LOG.md).
 
-The public names load on first use: importing one module of the package (``waymark status``'s
-table needs :mod:`.markdown` only) loads neither the others nor pydantic."""
+The public names load on first use: importing one module of the package loads none of the
+others."""
 
 from __future__ import annotations
 
