@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..models import GoalContract, contract_hash, forbidden_rule
 from ._anchor import Anchor, run_logger
 from .base import GuardBase, GuardContext, Verdict
-from .conflicts import load_accepted, verdict_for
+from .conflicts import Conflict, load_accepted, verdict_for
 
 if TYPE_CHECKING:
     from ..ledger.base import Ledger
@@ -68,7 +68,8 @@ class ReanchorGuard(GuardBase):
             a.accepted = load_accepted(a.ledger, self.plan.plan_id)
             a.load_refs()
             conflicts = a.reanchor("run_start", list(a.configs), True, None)
-            verdict = verdict_for(conflicts, "run_start", a.contract_rec) if conflicts else None
+            plan_wide = self._plan_wide(conflicts, ctx)
+            verdict = verdict_for(plan_wide, "run_start", a.contract_rec) if plan_wide else None
             self._log_contract()
         if verdict is not None and target is not None and target not in reviewing:
             # Only conflicts that want review stop the next step here; a ref whose
@@ -76,6 +77,36 @@ class ReanchorGuard(GuardBase):
             if verdict.kind == "review":
                 return [(target, verdict)]
         return []
+
+    def _plan_wide(self, conflicts: list[Conflict], ctx: GuardContext) -> list[Conflict]:
+        """The run-start conflicts that concern the whole plan and stop its next step: the goal
+        contract's, and those of refs no step declares. A ref that steps ``reads`` or ``writes``
+        stops exactly those steps, each before it runs (:meth:`before_step`); one that only
+        completed steps declare stops nothing and is logged (its ``reanchor`` event is on
+        record), with the command that runs such a step again on the new version."""
+        declared: dict[str, list[str]] = {}
+        for step in self.plan.steps:
+            for name in _dedupe(step.reads + step.writes):
+                declared.setdefault(name, []).append(step.id)
+        wide: list[Conflict] = []
+        for c in conflicts:
+            steps = declared.get(c.ref)
+            if c.ref == "contract" or not steps:
+                wide.append(c)
+                continue
+            open_steps = [
+                s for s in steps if (st := ctx.states.get(s)) is None or st.status != "completed"
+            ]
+            if not open_steps:
+                run_logger().warning(
+                    "%s; only completed steps read or write it (%s): recorded, nothing stops. "
+                    "To run one again on the new version: `waymark rerun %s %s`",
+                    c.message,
+                    ", ".join(steps),
+                    self.plan.source,
+                    steps[0],
+                )
+        return wide
 
     def before_step(self, ctx: GuardContext, step: StepSpec) -> Verdict | None:
         if not self.active:

@@ -264,6 +264,13 @@ class ReviewGate:
             )
         state = self.ledger.step_states(self.plan.plan_id).get(step_id)
         status = state.status if state is not None else "pending"
+        if self.plan.step(step_id).checked_in:  # an agent's or a person's: no flow runs it
+            again = "to be done again" if decision == "rerun" else "accepted"
+            return (
+                f"{by} answered step {step_id!r} ({decision}){why}: it goes back to its "
+                f"executor, {again} (`waymark next` offers it); this run goes on with the "
+                "steps it can run"
+            )
         if decision == "rerun":
             return f"{by} asked to run step {step_id!r} again{why}: this run runs it now"
         if status == "completed":

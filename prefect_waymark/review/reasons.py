@@ -106,9 +106,12 @@ def reason_words(reason: str | None, details: Mapping[str, Any], now: datetime) 
     return [reason or "stopped for review"]
 
 
-def answer_effects(details: Mapping[str, Any], step_id: str, *, this_run: bool) -> dict[str, str]:
+def answer_effects(
+    details: Mapping[str, Any], step_id: str, *, this_run: bool, checked_in: bool = False
+) -> dict[str, str]:
     """What accept, rerun and abort each do for this stop. ``this_run``: the run is paused and
-    goes on with the answer (else the next ``waymark run`` follows it)."""
+    goes on with the answer (else the next ``waymark run`` follows it). ``checked_in``: an agent's
+    or a person's step, which no flow run runs: its rerun goes back to its executor."""
     who = "this run" if this_run else "the next `waymark run`"
     if details.get("current_outputs"):
         accept = (
@@ -132,10 +135,24 @@ def answer_effects(details: Mapping[str, Any], step_id: str, *, this_run: bool) 
             "take the current versions shown above as the accepted ones; "
             f"{who} goes on with step `{step_id}`"
         )
+    if checked_in:
+        accept = accept.replace(
+            f"{who} goes on with step `{step_id}`",
+            f"step `{step_id}` goes back to its executor (`waymark next` offers it)",
+        )
+        rerun = (
+            f"accept the current versions and hand step `{step_id}` back to its executor to do "
+            "again (`waymark next` offers it; a flow run never runs an agent's or a person's "
+            "step; a committed action receipt is never done twice)"
+        )
+    else:
+        rerun = (
+            f"accept the current versions and run step `{step_id}` again in {who} "
+            "(its outputs are written anew; a committed action receipt is never done twice)"
+        )
     return {
         "accept": accept,
-        "rerun": f"accept the current versions and run step `{step_id}` again in {who} "
-        "(its outputs are written anew; a committed action receipt is never done twice)",
+        "rerun": rerun,
         "abort": f"stop the plan: {who} runs nothing more, and `waymark run` refuses the plan "
         "until someone answers `waymark review --accept` or `--rerun`",
     }
@@ -201,7 +218,7 @@ def form_description(
         "",
         "Choose a **decision**:",
     ]
-    effects = answer_effects(details, step_id, this_run=True)
+    effects = answer_effects(details, step_id, this_run=True, checked_in=spec.checked_in)
     lines += [f"- **{name}** — {effects[name]}" for name in ANSWERS]
     open_action = "intent_run" in details
     lines += [

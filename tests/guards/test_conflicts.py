@@ -47,7 +47,7 @@ def status_json(plan: Path) -> dict[str, Any]:
     return doc
 
 
-def test_http_ref_change_stops_next_run_then_accept_and_abort(
+def test_http_ref_change_stops_its_reader_then_accept_and_abort(
     prefect_server: str, ref_server: RefServer, tmp_path: Path
 ) -> None:
     first = ref_server.set("/orders", {"status": "open"})
@@ -84,16 +84,22 @@ def test_http_ref_change_stops_next_run_then_accept_and_abort(
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert count(tmp_path, "b") == 1 and count(tmp_path, "a") == 1
 
+    # A change that only completed steps read stops nothing: c reads no ref and runs; the
+    # change is on record (its re-anchor event) and the log names the readers and the rerun.
     ref_server.set("/orders", {"status": "reopened"})
-    proc = run_cli("run", str(plan))
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert count(tmp_path, "c") == 0
+    proc = run_cli("run", str(plan), "--max-steps", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "only completed steps read or write it (a, b): recorded, nothing stops" in out
+    assert f"`waymark rerun {plan} a`" in out
+    assert count(tmp_path, "c") == 1 and count(tmp_path, "b") == 1
     proc = run_cli("review", str(plan), "--abort", "--reason", "customer left")
     assert proc.returncode == 0, proc.stderr
+    assert run_cli("rerun", str(plan), "c").returncode == 0
     proc = run_cli("run", str(plan))
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "aborted" in proc.stdout + proc.stderr and "customer left" in proc.stdout + proc.stderr
-    assert count(tmp_path, "c") == 0 and count(tmp_path, "b") == 1
+    assert count(tmp_path, "c") == 1 and count(tmp_path, "b") == 1
     with open_ledger(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}") as led:
         kinds = [e.kind for e in led.events("h1")]
     assert kinds.count("plan_aborted") == 1
@@ -226,3 +232,62 @@ def test_unreadable_ref_stops_for_review(
     item = out["needs_review"][0]
     assert item["step"] == "a" and item["current"] is None
     assert "HTTP 404" in item["conflicts"][0]["error"]
+
+
+def test_a_changed_ref_stops_only_its_readers(prefect_server: str, tmp_path: Path) -> None:
+    """A file ref read only by `deploy` (completed) changes: the run stops nothing — not the agent
+    step `notes`, which reads no ref — and says who reads it. A ref a pending step reads stops
+    that step, before it runs, and nothing else runs in its place blindly."""
+    (tmp_path / "config.yaml").write_text("v1")
+    (tmp_path / "prices.json").write_text("p1")
+    doc = {
+        "plan_id": "blame",
+        "state_refs": [
+            {"name": "config", "kind": "file", "path": "config.yaml"},
+            {"name": "prices", "kind": "file", "path": "prices.json"},
+        ],
+        "steps": [
+            {"id": "deploy", "run": "echo d >> deploy.count", "reads": ["config"]},
+            {"id": "notes", "kind": "agent", "depends_on": ["deploy"], "instructions": "x"},
+            {"id": "price", "branch": "p", "run": "echo p >> price.count", "reads": ["prices"]},
+        ],
+    }
+    plan = write_plan(tmp_path, doc)
+    first = run_cli("run", str(plan), "--until", "deploy")
+    assert first.returncode == 3, first.stdout + first.stderr
+    assert count(tmp_path, "deploy") == 1 and count(tmp_path, "price") == 0
+
+    (tmp_path / "config.yaml").write_text("v2")  # read only by the completed `deploy`
+    second = run_cli("run", str(plan))
+    out = second.stdout + second.stderr
+    assert second.returncode == 3, out  # only the agent step is left: it waits for its agent
+    assert "needs review" not in second.stdout
+    assert "only completed steps read or write it (deploy): recorded, nothing stops" in out
+    assert count(tmp_path, "price") == 1 and count(tmp_path, "deploy") == 1
+    states = status_json(plan)["steps"]
+    assert {s["id"]: s["status"] for s in states} == {
+        "deploy": "completed",
+        "notes": "pending",
+        "price": "completed",
+    }
+
+    # A ref a step still to run reads stops that step, named as its reader.
+    (tmp_path / "prices.json").write_text("p2")
+    assert run_cli("rerun", str(plan), "price").returncode == 0
+    third = run_cli("run", str(plan))
+    assert third.returncode == 4, third.stdout + third.stderr
+    assert "needs review: price: state ref 'prices'" in third.stdout
+    assert "notes" not in [i["step"] for i in status_json(plan)["needs_review"]]
+    assert count(tmp_path, "price") == 1
+
+
+def test_an_agent_steps_stop_never_offers_to_run_it_in_the_run() -> None:
+    from prefect_waymark.review.reasons import answer_effects
+
+    details = {"ref": "config", "accepted": "a", "current": "b"}
+    agent = answer_effects(details, "notes", this_run=True, checked_in=True)
+    code = answer_effects(details, "build", this_run=True)
+    assert "again in this run" in code["rerun"] and "again in this run" not in agent["rerun"]
+    assert "back to its executor" in agent["rerun"] and "`waymark next`" in agent["rerun"]
+    assert "this run goes on with step `notes`" not in agent["accept"]
+    assert "back to its executor" in agent["accept"]

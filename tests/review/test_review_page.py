@@ -65,7 +65,7 @@ def test_a_paused_run_explains_itself(decision: str, prefect_server: str, tmp_pa
     )
     form = seen["form"]
     assert f"**Plan `{plan_id}` stopped at step `b` for review.**" in form
-    assert changed in form and "found at run start" in form
+    assert changed in form and "found at before step" in form  # b reads it: stopped before it
     assert (
         "- **accept** — take the current versions shown above as the accepted ones; this run "
         "goes on with step `b`" in form

@@ -350,7 +350,9 @@ def review_section(
         out += ["", f"### {code(sid)}{step_title(spec)}", "", "**Why:**"]
         out += [f"- {w}" for w in reason_words(item.get("reason"), details, now)]
         out += ["", "**What each answer does:**"]
-        effects = answer_effects(details, sid, this_run=paused_here)
+        effects = answer_effects(
+            details, sid, this_run=paused_here, checked_in=plan.step(sid).checked_in
+        )
         out += [f"- **{name}** — {effects[name]}" for name in ("accept", "rerun", "abort")]
         out += ["", "**How to answer:**"]
         suspended = paused_here and pause is not None and bool(pause.data.get("suspended"))
