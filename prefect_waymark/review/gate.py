@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import LedgerError, ReviewError
 from ..guards.base import GuardBase, GuardContext, Verdict
-from ..ledger.event_writers import record_review_waiting
+from ..ledger.event_writers import record_drift, record_review_waiting
 from ..ledger.events import EventKind
 from ..models import utcnow
 from .decisions import abort_event, apply_decision
@@ -152,9 +152,9 @@ class ReviewGate:
 
     def _refuse(self, step_id: str, branch: str, verdict: Verdict) -> GateOutcome:
         if verdict.drift is not None:
-            self.ledger.record(
+            record_drift(
+                self.ledger,
                 self.plan.plan_id,
-                EventKind.drift,
                 step_id=step_id,
                 run_id=self.run_id,
                 **verdict.drift,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ..errors import ReviewError
-from ..ledger.event_writers import record_review_waiting
+from ..ledger.event_writers import record_review_resumed, record_review_waiting
 from ..ledger.events import EventKind, ProgressEvent
 
 if TYPE_CHECKING:
@@ -310,9 +310,9 @@ def take_up(gate: ReviewGate, suspension: Suspension) -> None:
         )
     else:
         applied = gate.apply_answer(step_id, answer) != "moved"
-    gate.ledger.record(
+    record_review_resumed(
+        gate.ledger,
         gate.plan.plan_id,
-        EventKind.review_resumed,
         step_id=step_id,
         run_id=gate.run_id,
         flow_run_id=suspension.flow_run_id,
