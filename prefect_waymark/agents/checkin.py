@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import BranchBusyError, CheckinError, CheckinStopped
 from ..guards.base import Verdict
 from ..ledger import Ledger
+from ..ledger.event_writers import record_drift, record_step_failed, record_step_started
 from ..ledger.events import EventKind
 from ..ledger.receipts import ReceiptRecord
 from ..ledger.step_state import StepState
@@ -66,8 +67,7 @@ def _stop(plan: PlanSpec, ledger: Ledger, run_id: str, step: StepSpec, verdict: 
     st = ledger.step_states(plan.plan_id).get(step.id)
     if verdict.kind == "refuse" and st is not None and st.status == "in_progress":
         if verdict.drift is not None:
-            ledger.record(plan.plan_id, EventKind.drift, step_id=step.id, run_id=run_id,
-                          **verdict.drift)  # fmt: skip
+            record_drift(ledger, plan.plan_id, step_id=step.id, run_id=run_id, **verdict.drift)
         verdict = Verdict("review", verdict.reason, verdict.details)
     gate = ReviewGate(plan, ledger, run_id, log)
     outcome = gate.stop(step.id, verdict)
@@ -134,9 +134,9 @@ def start_step(
     if reading.verdict is not None:
         _stop(plan, ledger, run_id, step, reading.verdict)
     try:
-        ledger.record(
+        record_step_started(
+            ledger,
             plan.plan_id,
-            EventKind.step_started,
             step_id=step_id,
             branch=step.branch,
             run_id=run_id,
@@ -212,9 +212,9 @@ def action_done_before(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> str | 
 def fail_step(plan: PlanSpec, ledger: Ledger, step_id: str, executor: str, reason: str) -> None:
     step = checkin_step(plan, step_id)
     require_holder(plan, ledger, step, executor, "fail")
-    ledger.record(
+    record_step_failed(
+        ledger,
         plan.plan_id,
-        EventKind.step_failed,
         step_id=step_id,
         branch=step.branch,
         run_id=agent_run_id(executor),

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import CheckinError
 from ..guards.output_hashes import ABSENT, hash_outputs
 from ..ledger import Ledger
-from ..ledger.events import EventKind
+from ..ledger.event_writers import record_step_completed
 from ..plan.spec import PlanSpec, StepSpec
 from .anchor import reanchor
 from .checkin import _stop, acceptance_ids, action_done_before, checkin_step, require_holder
@@ -139,9 +139,9 @@ def done_step(
         "evidence": evidence,
         "workdir": str(workdir),
     }
-    ledger.record(
+    record_step_completed(
+        ledger,
         plan.plan_id,
-        EventKind.step_completed,
         step_id=step_id,
         branch=step.branch,
         run_id=run_id,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 
 from ..ledger import Ledger
-from ..ledger.events import EventKind
+from ..ledger.event_writers import record_review_waiting
 from ..review.suspend import SUSPENSION_EVENT_KINDS, open_suspensions, resume_suspended
 
 __all__ = ["record_checkin_suspension", "resume_waiting_runs"]
@@ -29,18 +29,10 @@ def record_checkin_suspension(
     """Record that this flow run suspends until ``waiting``'s steps are checked in; return the
     pause key."""
     key = f"waymark-checkin-{uuid.uuid4().hex[:12]}"
-    ledger.record(
-        plan_id,
-        EventKind.review_waiting,
-        step_id=next(iter(waiting)),
-        run_id=run_id,
-        flow_run_id=flow_run_id,
-        timeout_seconds=timeout_seconds,
-        suspended=True,
-        pause_key=key,
-        waits="checkin",
-        steps=list(waiting),
-    )
+    record_review_waiting(
+        ledger, plan_id, next(iter(waiting)), run_id, flow_run_id, timeout_seconds,
+        pause_key=key, checkin_steps=list(waiting),
+    )  # fmt: skip
     return key
 
 

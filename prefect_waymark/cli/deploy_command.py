@@ -3,7 +3,11 @@ from this process)."""
 
 from __future__ import annotations
 
+import inspect
 import sys
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -59,21 +63,57 @@ BranchOpt = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class DeployOptions:
+    """The argument and options ``deploy`` and ``serve`` share, declared once:
+    :func:`_shared_options` makes each field a parameter of both commands."""
+
+    plan: PlanArg
+    cron: CronOpt = None
+    rrule: RRuleOpt = None
+    interval: IntervalOpt = None
+    timezone: TimezoneOpt = None
+    max_steps: MaxStepsOpt = None
+    name: NameOpt = None
+    workdir: WorkdirOpt = None
+    ledger: LedgerOpt = None
+    results: ResultsOpt = None
+    review_wait: ReviewWaitOpt = None
+    agent_wait: AgentWaitOpt = None
+
+
+def _shared_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Typer's view of ``command(..., opts: DeployOptions, ...)``: its ``opts`` parameter
+    becomes :class:`DeployOptions`' fields, as typer options in the field order; typer's values
+    for them reach ``command`` as one ``DeployOptions``."""
+    hints = typing.get_type_hints(DeployOptions, include_extras=True)
+    required = inspect.Parameter.empty  # typer's mark of a parameter without a default
+    shared = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=required if f.default is MISSING else f.default,
+            annotation=hints[f.name],
+        )
+        for f in fields(DeployOptions)
+    ]
+    params: list[inspect.Parameter] = []
+    for p in inspect.signature(command, eval_str=True).parameters.values():
+        params += shared if p.name == "opts" else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)]
+
+    def typer_command(**values: Any) -> None:
+        opts = DeployOptions(**{f.name: values.pop(f.name) for f in fields(DeployOptions)})
+        command(opts=opts, **values)
+
+    typer_command.__name__ = command.__name__
+    typer_command.__doc__ = command.__doc__
+    typer_command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    typer_command.__annotations__ = {p.name: p.annotation for p in params}
+    return typer_command
+
+
 def _prepare(
-    plan: Path,
-    workdir: Path | None,
-    ledger: str | None,
-    max_steps: int | None,
-    cron: str | None,
-    rrule: str | None,
-    interval: float | None,
-    timezone: str | None,
-    name: str | None,
-    results: str | None,
-    source: str | None = None,
-    branch: str | None = None,
-    review_wait: float | None = None,
-    agent_wait: float | None = None,
+    opts: DeployOptions, source: str | None = None, branch: str | None = None
 ) -> tuple[Any, str]:
     """Check everything a deployment takes (exit 2 on bad input); return it and its schedule's
     description."""
@@ -81,6 +121,8 @@ def _prepare(
     from ..flows.deployment import DeploySchedule, build_deployment
     from ..ledger.urls import check_ledger_url, has_password
 
+    plan, workdir, ledger, results = opts.plan, opts.workdir, opts.ledger, opts.results
+    cron, rrule, interval, timezone = opts.cron, opts.rrule, opts.interval, opts.timezone
     spec = load_or_exit(plan)
     if sum(x is not None for x in (cron, rrule, interval)) > 1:
         fail("--cron, --rrule and --interval exclude each other: give one")
@@ -88,11 +130,11 @@ def _prepare(
         fail("--interval: expected seconds from 1 to 31,622,400 (a year)")
     if timezone is not None and cron is None and rrule is None:
         fail("--timezone goes with --cron or --rrule")
-    if max_steps is not None and max_steps < 1:
+    if opts.max_steps is not None and opts.max_steps < 1:
         fail("--max-steps: expected a number >= 1")
-    if review_wait is not None and not 1 <= review_wait <= 366 * 86400:
+    if opts.review_wait is not None and not 1 <= opts.review_wait <= 366 * 86400:
         fail("--review-wait: expected seconds from 1 to 31,622,400 (a year)")
-    if agent_wait is not None and not 1 <= agent_wait <= 366 * 86400:
+    if opts.agent_wait is not None and not 1 <= opts.agent_wait <= 366 * 86400:
         fail("--agent-wait: expected seconds from 1 to 31,622,400 (a year)")
     if timezone is not None:
         import zoneinfo
@@ -112,7 +154,7 @@ def _prepare(
                 "parameter in the Prefect UI; pin the ledger in the plan file instead "
                 "(`ledger: {secret: BLOCK-NAME}`, a Prefect Secret block holding the URL)"
             )
-    if name is not None and not name.strip():
+    if opts.name is not None and not opts.name.strip():
         fail("--name: expected a deployment name")
     git = _git_source(plan, spec, source, branch, ledger, results, workdir)
     from ..closing.closed import deploy_refusal
@@ -131,14 +173,14 @@ def _prepare(
             spec,
             plan.resolve(),
             schedule=schedule,
-            name=name,
+            name=opts.name,
             workdir=wd,
-            max_steps=max_steps,
+            max_steps=opts.max_steps,
             ledger_url=ledger,
             result_storage=results,
             source=git,
-            review_wait_seconds=review_wait,
-            agent_wait_seconds=agent_wait,
+            review_wait_seconds=opts.review_wait,
+            agent_wait_seconds=opts.agent_wait,
         )
     except Exception as exc:  # noqa: BLE001 - only a source is loaded here: say why, in one line
         if git is None:
@@ -253,22 +295,12 @@ def _warn_uncommitted(root: Path, paths: list[str]) -> None:
         )
 
 
+@_shared_options
 def deploy(
-    plan: PlanArg,
     pool: Annotated[str, typer.Option("--pool", help="Work pool the runs go to.")],
-    cron: CronOpt = None,
-    rrule: RRuleOpt = None,
-    interval: IntervalOpt = None,
-    timezone: TimezoneOpt = None,
-    max_steps: MaxStepsOpt = None,
-    name: NameOpt = None,
-    workdir: WorkdirOpt = None,
-    ledger: LedgerOpt = None,
-    results: ResultsOpt = None,
+    opts: DeployOptions,
     source: SourceOpt = None,
     branch: BranchOpt = None,
-    review_wait: ReviewWaitOpt = None,
-    agent_wait: AgentWaitOpt = None,
 ) -> None:
     """Create (or update) a work-pool deployment of the plan; print how to start a worker.
 
@@ -276,30 +308,15 @@ def deploy(
     A missing work pool is created as a process pool. With --source each run clones the git
     repository afresh and runs the plan from the clone.
     """
-    deployment, when = _prepare(
-        plan,
-        workdir,
-        ledger,
-        max_steps,
-        cron,
-        rrule,
-        interval,
-        timezone,
-        name,
-        results,
-        source,
-        branch,
-        review_wait,
-        agent_wait,
-    )
+    deployment, when = _prepare(opts, source, branch)
     from .run_command import configure_prefect
 
     where = configure_prefect()
-    if results is not None:  # every scheduled run would crash on it: refuse it now
+    if opts.results is not None:  # every scheduled run would crash on it: refuse it now
         from .run_command import storage_problem
 
-        if (problem := storage_problem(results)) is not None:
-            fail(f"--results {results}: {problem}; nothing was deployed")
+        if (problem := storage_problem(opts.results)) is not None:
+            fail(f"--results {opts.results}: {problem}; nothing was deployed")
     created_pool = _ensure_pool(pool)
     try:
         deployment_id = deployment.apply(work_pool_name=pool)
@@ -310,15 +327,15 @@ def deploy(
         print(f"created work pool {pool!r} (type process)")
     print(f"deployed {full} ({deployment_id}) to work pool {pool!r} on {where}")
     print(f"  schedule: {when}; one run at a time, later runs wait their turn")
-    if review_wait is not None:
+    if opts.review_wait is not None:
         print(
-            f"  a stop for review suspends the run up to {review_wait:g} s (its worker is free); "
-            "answer in the Prefect UI or with `waymark review`"
+            f"  a stop for review suspends the run up to {opts.review_wait:g} s (its worker is "
+            "free); answer in the Prefect UI or with `waymark review`"
         )
-    if agent_wait is not None:
+    if opts.agent_wait is not None:
         print(
-            f"  a run left with agent or manual steps suspends up to {agent_wait:g} s for their "
-            "check-in (its worker is free); `waymark done` resumes it"
+            f"  a run left with agent or manual steps suspends up to {opts.agent_wait:g} s for "
+            "their check-in (its worker is free); `waymark done` resumes it"
         )
     if source is not None:
         rel = deployment.parameters["plan"]
@@ -326,7 +343,7 @@ def deploy(
         print(f"  and runs {rel} from the clone")
         print("  start a worker (on any machine with waymark installed that can clone it):")
     else:
-        print(f"  start a worker (on any machine that has the plan at {plan.resolve()}):")
+        print(f"  start a worker (on any machine that has the plan at {opts.plan.resolve()}):")
     print(f"    prefect worker start --pool {pool}")
     print(f"  run it now: prefect deployment run '{full}'")
 
@@ -351,35 +368,10 @@ def _ensure_pool(pool: str) -> bool:
     return bool(result)
 
 
-def serve(
-    plan: PlanArg,
-    cron: CronOpt = None,
-    rrule: RRuleOpt = None,
-    interval: IntervalOpt = None,
-    timezone: TimezoneOpt = None,
-    max_steps: MaxStepsOpt = None,
-    name: NameOpt = None,
-    workdir: WorkdirOpt = None,
-    ledger: LedgerOpt = None,
-    results: ResultsOpt = None,
-    review_wait: ReviewWaitOpt = None,
-    agent_wait: AgentWaitOpt = None,
-) -> None:
+@_shared_options
+def serve(opts: DeployOptions) -> None:
     """Serve a deployment of the plan from this process (no work pool); Ctrl-C stops it."""
-    deployment, when = _prepare(
-        plan,
-        workdir,
-        ledger,
-        max_steps,
-        cron,
-        rrule,
-        interval,
-        timezone,
-        name,
-        results,
-        review_wait=review_wait,
-        agent_wait=agent_wait,
-    )
+    deployment, when = _prepare(opts)
     from .run_command import configure_prefect
 
     where = configure_prefect()

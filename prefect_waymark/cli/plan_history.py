@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..ledger.event_writers import record_decision
 from ..ledger.events import EventKind
 from ._common import check_not_closed, fail, load_or_exit, open_or_exit, workdir_for
 from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, ReasonOpt, WorkdirOpt
@@ -34,7 +35,8 @@ def rerun(
     with led:
         check_not_closed(spec, led)  # a closed plan runs nothing again
         try:
-            led.record(
+            record_decision(
+                led,
                 spec.plan_id,
                 EventKind.step_rerun_requested,
                 step_id=step,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CloseError, LedgerError, TransitionError
 from ..ledger import Ledger
+from ..ledger.event_writers import record_step_interrupted
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
@@ -79,9 +80,9 @@ def _take_over_dead(plan: PlanSpec, ledger: Ledger, step_id: str, by: str) -> li
         if hold.step_id != step_id or not hold.is_stale():
             continue
         try:
-            ledger.record(
+            record_step_interrupted(
+                ledger,
                 plan.plan_id,
-                EventKind.step_interrupted,
                 step_id=step_id,
                 branch=hold.branch,
                 run_id=f"skip:{by}"[:200],

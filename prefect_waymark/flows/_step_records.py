@@ -8,6 +8,7 @@ running steps when the loop stops on an error, and hands every stop to the revie
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,11 @@ from ..errors import LedgerError, NeedsReview
 from ..guards.base import Guards, Verdict
 from ..guards.observers import RunObserver
 from ..guards.output_hashes import ABSENT, hash_outputs
+from ..ledger.event_writers import (
+    record_step_completed,
+    record_step_failed,
+    record_step_interrupted,
+)
 from ..ledger.events import EventKind
 from ..results.storage import ResultAccess
 from ..review.gate import GateOutcome, ReviewGate
@@ -169,9 +175,9 @@ class StepRecords:
         for sid in held:
             spec = self.specs[sid]
             try:
-                self.ledger.record(
+                record_step_interrupted(
+                    self.ledger,
                     self.plan.plan_id,
-                    EventKind.step_interrupted,
                     step_id=sid,
                     branch=spec.branch,
                     run_id=self.rt.run_id,
@@ -186,7 +192,6 @@ class StepRecords:
     def finish(self, sid: str, state: State[Any], out: LoopOutcome, failed_here: set[str]) -> None:
         """Record how ``sid``'s task run ended: completed, stopped for review, or failed."""
         spec = self.specs[sid]
-        common: dict[str, Any] = {"step_id": sid, "branch": spec.branch, "run_id": self.rt.run_id}
         with self.rt.returned_lock:
             returned = self.rt.returned.pop(sid, None)
         if state.is_completed():
@@ -202,12 +207,18 @@ class StepRecords:
             if not self._record_end(
                 sid,
                 EventKind.step_completed,
-                def_hash=self.hashes[sid],
-                result_key=self.result_keys[sid],
-                cached=cached,
-                output_tail=tail,
-                outputs=hashed,
-                **common,
+                lambda: record_step_completed(
+                    self.ledger,
+                    self.plan.plan_id,
+                    step_id=sid,
+                    branch=spec.branch,
+                    run_id=self.rt.run_id,
+                    def_hash=self.hashes[sid],
+                    result_key=self.result_keys[sid],
+                    cached=cached,
+                    output_tail=tail,
+                    outputs=hashed,
+                ),
             ):
                 return
             self._keep_outputs(sid, hashed)
@@ -228,9 +239,15 @@ class StepRecords:
         if not self._record_end(
             sid,
             EventKind.step_failed,
-            error=error,
-            output_tail=getattr(exc, "output_tail", None),
-            **common,
+            lambda: record_step_failed(
+                self.ledger,
+                self.plan.plan_id,
+                step_id=sid,
+                branch=spec.branch,
+                run_id=self.rt.run_id,
+                error=error,
+                output_tail=getattr(exc, "output_tail", None),
+            ),
         ):
             return
         self.log.error("step %s failed: %s", sid, error)
@@ -253,15 +270,16 @@ class StepRecords:
         except Exception as exc:  # noqa: BLE001 - the step is complete; its copy is a convenience
             self.log.warning("step %s: outputs not kept in the result storage: %s", sid, exc)
 
-    def _record_end(self, sid: str, kind: EventKind, **data: Any) -> bool:
-        """Record how a step of this run ended; False if this run no longer holds the step.
+    def _record_end(self, sid: str, kind: EventKind, record: Callable[[], object]) -> bool:
+        """Record how a step of this run ended (``record``, of ``kind``); False if this run no
+        longer holds the step.
 
         That happens when this run's lease ran out (the process was stopped for longer than
         ``lease_seconds``) and another run took the step over: its record stands. A result this
         run persisted is found by that run under the same key (``Cached``), so it is not lost.
         """
         try:
-            self.ledger.record(self.plan.plan_id, kind, **data)
+            record()
             return True
         except LedgerError as exc:
             self.log.error("step %s: cannot record %s: %s", sid, kind, exc)

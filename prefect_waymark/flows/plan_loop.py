@@ -18,6 +18,7 @@ from ..errors import BranchBusyError, PlanClosedError, TransitionError, WaymarkE
 from ..guards.base import GuardBase, Guards
 from ..guards.observers import RunObserver
 from ..ledger.base import this_host
+from ..ledger.event_writers import record_step_started
 from ..ledger.events import RELEASE_EVENT_KINDS, EventKind
 from ..results.storage import ResultAccess, StorageSpec
 from ..review.gate import ReviewGate
@@ -326,9 +327,9 @@ class PlanLoop(StepRecords):
             return None
         key = step_result_key(self.plan.plan_id, sid, self.hashes[sid], self.generation[sid])
         try:
-            self.ledger.record(
+            record_step_started(
+                self.ledger,
                 self.plan.plan_id,
-                EventKind.step_started,
                 step_id=sid,
                 branch=spec.branch,
                 run_id=self.rt.run_id,

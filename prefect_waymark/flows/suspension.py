@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..ledger import Ledger
+from ..ledger.event_writers import record_review_resumed
 from ..ledger.events import EventKind
 from ..ledger.identity import execution_run_id
 from ..ledger.run_hashes import light_events
@@ -42,9 +43,9 @@ def suspend_run(run: RunRecord, suspend: tuple[str, str | None], wait_seconds: f
         run.logger.warning(
             "could not suspend the flow run (%s: %s): %s", type(exc).__name__, exc, then
         )
-        run.ledger.record(
+        record_review_resumed(
+            run.ledger,
             run.spec.plan_id,
-            EventKind.review_resumed,
             run_id=run.run_id,
             flow_run_id=str(run.flow_run_id),
             pause_key=key,

@@ -14,12 +14,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..ledger.events import EventKind
+from ..ledger.event_writers import record_accepted_versions, record_reanchor
 from ..models import GoalContract, utcnow
 from .conflicts import AcceptedState, Conflict, compare_contract, contract_record, load_accepted
 
 if TYPE_CHECKING:
     from ..ledger.base import Ledger
+    from ..ledger.event_payloads import AcceptedVersionsData
     from ..plan.spec import PlanSpec
     from ..resolvers.base import RefConfig
 
@@ -205,9 +206,9 @@ class Anchor:
             for f in (self.contract.forbidden if self.contract else [])
             if not f.startswith("action:")
         ]
-        self.ledger.record(
+        record_reanchor(
+            self.ledger,
             self.plan.plan_id,
-            EventKind.reanchor,
             step_id=step_id,
             run_id=self.run_id,
             point=point,
@@ -235,12 +236,12 @@ class Anchor:
         reason: str,
         step_id: str | None,
     ) -> None:
-        data: dict[str, Any] = {"refs": refs, "reason": reason}
+        data: AcceptedVersionsData = {"refs": refs, "reason": reason}
         if contract is not None:
             data["contract"] = contract
-        self.ledger.record(
+        record_accepted_versions(
+            self.ledger,
             self.plan.plan_id,
-            EventKind.accepted_versions,
             step_id=step_id,
             run_id=self.run_id,
             **data,
@@ -274,9 +275,9 @@ class Anchor:
                 )
                 if r.version is not None:
                     new[cfg.name] = r.version
-            self.ledger.record(
+            record_reanchor(
+                self.ledger,
                 self.plan.plan_id,
-                EventKind.reanchor,
                 step_id=step_id,
                 run_id=self.run_id,
                 point="after_step",

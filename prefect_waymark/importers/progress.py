@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..ledger import Hold, Ledger, LedgerReader
+from ..ledger.event_writers import record_step_completed, record_step_started
 from ..ledger.events import EventKind, ProgressEvent
 from ..plan.spec import PlanSpec
 
@@ -105,9 +106,9 @@ def record_import(
             out.left.append((sid, status))
             continue
         if not resumed:  # an interrupted import's own start is completed, not started again
-            ledger.record(
+            record_step_started(
+                ledger,
                 plan_id,
-                EventKind.step_started,
                 step_id=sid,
                 branch=step.branch,
                 run_id=run_id,
@@ -117,9 +118,9 @@ def record_import(
                 host="import",
                 pid=0,
             )
-        ledger.record(
+        record_step_completed(
+            ledger,
             plan_id,
-            EventKind.step_completed,
             step_id=sid,
             branch=step.branch,
             run_id=run_id,

@@ -176,13 +176,14 @@ class StepAttemptFailedData(TypedDict):
 
 class _StepCompleted(TypedDict):
     def_hash: str
-    result_key: str
-    cached: bool
-    output_tail: str | None
     outputs: dict[str, str]
 
 
 class StepCompletedData(_StepCompleted, total=False):
+    # A step a run completed: its result's key, whether Prefect's cache answered, its output.
+    result_key: str | None
+    cached: bool
+    output_tail: str | None
     attempts: int  # read by the projection; the runner leaves it out
     # A step checked in from outside the flow (`waymark done`): who did it, and the evidence
     # given per acceptance item (id -> text); `imported`: completed by `waymark import`.

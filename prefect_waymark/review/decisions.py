@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from ..errors import ReviewError
 from ..ledger import Ledger
+from ..ledger.event_payloads import AcceptedVersionsData, StepDecisionData
+from ..ledger.event_writers import record_accepted_versions, record_decision
 from ..ledger.events import EventKind, ProgressEvent
 from ..plan.spec import PlanSpec
 
@@ -96,10 +98,10 @@ def apply_decision(
         done.append(f"plan {plan_id!r} was aborted; this decision lifts the abort")
     refs, contract = _seen_versions(details)
     if refs or contract:
-        data: dict[str, Any] = {"refs": refs, "reason": f"{decision} by {by}", "by": by}
+        data: AcceptedVersionsData = {"refs": refs, "reason": f"{decision} by {by}", "by": by}
         if contract is not None:
             data["contract"] = contract
-        ledger.record(plan_id, EventKind.accepted_versions, step_id=step_id, run_id=run_id, **data)
+        record_accepted_versions(ledger, plan_id, step_id=step_id, run_id=run_id, **data)
         seen = [f"{k} = {v}" for k, v in refs.items()]
         if contract is not None:
             seen.append(f"contract {contract['goal_id']} v{contract['version']}")
@@ -109,11 +111,12 @@ def apply_decision(
                 f"note: the contract is {contract['status']}; the next run stops again until "
                 "a new version is accepted (or --abort)"
             )
-    common: dict[str, Any] = {"by": by, "reason": reason, "review_reason": st.review_reason}
+    common: StepDecisionData = {"by": by, "reason": reason, "review_reason": st.review_reason}
     if decision == "accept":
         if "current_hash" in details:
             common["def_hash"] = details["current_hash"]
-        ledger.record(
+        record_decision(
+            ledger,
             plan_id,
             EventKind.step_review_accepted,
             step_id=step_id,
@@ -123,13 +126,14 @@ def apply_decision(
         )
         done.append(f"step {step_id!r}: review accepted; the next run continues")
     else:
-        ledger.record(
+        common["from_review"] = True
+        record_decision(
+            ledger,
             plan_id,
             EventKind.step_rerun_requested,
             step_id=step_id,
             branch=branch,
             run_id=run_id,
-            from_review=True,
             **common,
         )
         done.append(f"step {step_id!r} will run again on the next run")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import LedgerError, ReviewError
 from ..guards.base import GuardBase, GuardContext, Verdict
+from ..ledger.event_writers import record_drift, record_review_waiting
 from ..ledger.events import EventKind
 from ..models import utcnow
 from .decisions import abort_event, apply_decision
@@ -154,9 +155,9 @@ class ReviewGate:
 
     def _refuse(self, step_id: str, branch: str, verdict: Verdict) -> GateOutcome:
         if verdict.drift is not None:
-            self.ledger.record(
+            record_drift(
+                self.ledger,
                 self.plan.plan_id,
-                EventKind.drift,
                 step_id=step_id,
                 run_id=self.run_id,
                 **verdict.drift,
@@ -181,14 +182,10 @@ class ReviewGate:
 
         from .signal import wait_for_review
 
-        self.ledger.record(
-            self.plan.plan_id,
-            EventKind.review_waiting,
-            step_id=step_id,
-            run_id=self.run_id,
-            flow_run_id=str(flow_run.get_id()),
-            timeout_seconds=self.wait_seconds,
-        )
+        record_review_waiting(
+            self.ledger, self.plan.plan_id, step_id, self.run_id, str(flow_run.get_id()),
+            self.wait_seconds,
+        )  # fmt: skip
         self.log.warning(
             "step %s: the flow run pauses up to %ss for an answer (accept / rerun / abort) in "
             "the Prefect UI: open the flow run and press Resume",

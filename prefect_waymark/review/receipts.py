@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..ledger import Ledger
+from ..ledger.event_writers import record_decision
 from ..ledger.events import EventKind
 from ..ledger.identity import default_executor
 from ..ledger.receipts import ReceiptRecord, default_action_key
@@ -86,7 +87,8 @@ def record_receipt(
     if not release:
         return rec, released
     if state is not None and state.status == "needs_review" and not state.open_actions:
-        ledger.record(
+        record_decision(
+            ledger,
             plan.plan_id,
             EventKind.step_review_accepted,
             step_id=step_id,

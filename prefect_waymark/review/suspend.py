@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ..errors import ReviewError
+from ..ledger.event_writers import record_review_resumed, record_review_waiting
 from ..ledger.events import EventKind, ProgressEvent
 
 if TYPE_CHECKING:
@@ -266,16 +267,10 @@ def record_suspension(
     from prefect.runtime import flow_run
 
     key = suspend_key(seq)
-    gate.ledger.record(
-        gate.plan.plan_id,
-        EventKind.review_waiting,
-        step_id=step_id,
-        run_id=gate.run_id,
-        flow_run_id=str(flow_run.get_id()),
-        timeout_seconds=gate.wait_seconds,
-        suspended=True,
-        pause_key=key,
-    )
+    record_review_waiting(
+        gate.ledger, gate.plan.plan_id, step_id, gate.run_id, str(flow_run.get_id()),
+        gate.wait_seconds, pause_key=key,
+    )  # fmt: skip
     gate.log.warning(
         "step %s: the flow run suspends up to %ss for an answer (accept / rerun / abort): "
         "its worker is free meanwhile; answer in the Prefect UI (open the flow run, press "
@@ -315,9 +310,9 @@ def take_up(gate: ReviewGate, suspension: Suspension) -> None:
         )
     else:
         applied = gate.apply_answer(step_id, answer) != "moved"
-    gate.ledger.record(
+    record_review_resumed(
+        gate.ledger,
         gate.plan.plan_id,
-        EventKind.review_resumed,
         step_id=step_id,
         run_id=gate.run_id,
         flow_run_id=suspension.flow_run_id,

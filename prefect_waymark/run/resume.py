@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..errors import LedgerError
 from ..ledger import Hold, Ledger
-from ..ledger.events import EventKind
+from ..ledger.event_writers import record_step_interrupted
 from ..ledger.identity import flow_run_of
 from ..plan.spec import PlanSpec
 
@@ -41,9 +41,9 @@ def take_over_dead(
                 busy[hold.branch] = hold
             continue
         try:
-            ledger.record(
+            record_step_interrupted(
+                ledger,
                 plan.plan_id,
-                EventKind.step_interrupted,
                 step_id=hold.step_id,
                 branch=hold.branch,
                 run_id=run_id,
