@@ -1,4 +1,5 @@
-"""What a run needs beside the flow: its runtime, resume, summary, server."""
+"""What a run needs beside the flow: its options (checked once), runtime, resume, summary,
+server."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ from .._lazy import _lazy_exports
 
 if TYPE_CHECKING:
     from .local_server import ensure_local_server, find_local_server, stop_local_server
+    from .options import RunOptions, check_run
     from .resume import prepare_resume, take_over_dead
     from .runtime import StepRuntime
     from .summary import RunResult, RunSummary
 
 __all__ = [
+    "RunOptions",
     "RunResult",
     "RunSummary",
     "StepRuntime",
+    "check_run",
     "ensure_local_server",
     "find_local_server",
     "prepare_resume",
@@ -27,6 +31,8 @@ _WHERE = {
     "ensure_local_server": ".local_server",
     "find_local_server": ".local_server",
     "stop_local_server": ".local_server",
+    "RunOptions": ".options",
+    "check_run": ".options",
     "prepare_resume": ".resume",
     "take_over_dead": ".resume",
     "StepRuntime": ".runtime",
