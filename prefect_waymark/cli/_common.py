@@ -81,54 +81,6 @@ def open_reader_or_exit(
         fail(str(exc))
 
 
-def preflight_paths_or_exit(
-    url: str | None,
-    workdir: Path,
-    results: Path | None,
-    markers: Path | None,
-    plan: PlanSpec | None = None,
-) -> None:
-    """Exit 2 (one line: the path and why) if the ledger URL is bad or a folder the run will
-    write cannot be created or written; creates nothing."""
-    from ..errors import UnwritablePathError
-    from ..run.preflight import preflight_paths
-
-    resolved = ledger_url_or_exit(url, workdir, plan)
-    try:
-        preflight_paths(ledger_url=resolved, results=results, markers=markers)
-    except UnwritablePathError as exc:
-        fail(str(exc))
-
-
-def preflight_run_or_exit(
-    spec: PlanSpec,
-    wd: Path,
-    ledger: str | None,
-    markers_dir: Path | None,
-    results: str | None = None,
-) -> None:
-    """Refuse (exit 2) before Prefect starts if the ledger URL is bad, a folder the run writes
-    cannot be written, waymark's files would overwrite someone's, the workdir's marker names
-    another ledger, or the plan was renamed away from this id."""
-    from ..errors import LedgerMismatch
-    from ..markers import MarkerFileError, markers_folder, preflight_markers
-    from ..run.preflight import results_folder
-
-    folder = markers_folder(spec, wd, markers_dir)
-    preflight_paths_or_exit(ledger, wd, results_folder(results, wd), folder, plan=spec)
-    check_refs_block_or_exit(spec)
-    led = open_or_exit(ledger, wd, create=False, plan=spec)
-    try:
-        check_not_renamed(spec, led)
-        check_not_closed(spec, led)
-        preflight_markers(spec, led, folder)
-    except (MarkerFileError, LedgerMismatch) as exc:
-        fail(str(exc))
-    finally:
-        if led is not None:
-            led.close()
-
-
 def check_not_renamed(spec: PlanSpec, led: LedgerReader | None) -> None:
     """Exit 2 if the ledger says this plan id was renamed: its history lives under the new id."""
     from ..ledger.plan_rename import check_not_renamed as check
@@ -148,24 +100,3 @@ def check_not_closed(spec: PlanSpec, led: LedgerReader | None) -> None:
         check(led, spec.plan_id, spec.source)
     except WaymarkError as exc:
         fail(str(exc))
-
-
-def check_refs_block_or_exit(spec: PlanSpec) -> None:
-    """Exit 2 if the plan's StateRefs block holds refs that are bad input (a raw secret, fields
-    that do not fit their kind): a person must fix the block, no run can. A block that cannot be
-    read now (missing, the server is away) is left to the run, which stops for review."""
-    from ..errors import RefConfigError, StateRefsBlockError
-    from ..plan.spec import BlockRef
-
-    if not isinstance(spec.state_refs, BlockRef):
-        return
-    from ..guards.sources import load_ref_configs
-    from .run_command import configure_prefect
-
-    configure_prefect()
-    try:
-        load_ref_configs(spec)
-    except (StateRefsBlockError, RefConfigError) as exc:
-        fail(f"{spec.source}: state_refs (block {spec.state_refs.block!r}): {exc}; nothing ran")
-    except Exception:  # noqa: BLE001 - unreadable now: the run records it as a conflict
-        return

@@ -15,7 +15,6 @@ from ._common import (
     load_or_exit,
     open_or_exit,
     open_reader_or_exit,
-    preflight_run_or_exit,
     workdir_for,
 )
 from .agent_commands import block, done, fail_command, next_command, start, tick
@@ -137,37 +136,16 @@ def _run(
     task_runner: str | None = None,
     dask_address: str | None = None,
 ) -> None:
-    spec = load_or_exit(plan)
-    if until is not None and until not in {s.id for s in spec.steps}:
-        fail(f"--until: unknown step {until!r} in {plan}")
-    if max_steps is not None and max_steps < 1:
-        fail("--max-steps: expected a number >= 1")
-    wd = workdir_for(spec, workdir)
-    from ..errors import WaymarkError
-    from ..run.env_settings import seconds_from_env
-    from ..runners.choice import check_task_runner
-
-    try:
-        check_task_runner(task_runner, dask_address)
-    except WaymarkError as exc:
-        fail(str(exc))
-    for name in ("WAYMARK_REVIEW_WAIT_SECONDS", "WAYMARK_AGENT_WAIT_SECONDS"):
-        try:
-            seconds_from_env(name)
-        except WaymarkError as exc:
-            fail(str(exc))
-    preflight_run_or_exit(spec, wd, ledger, markers_dir, results)
     from .run_command import run_from_cli
 
     code = run_from_cli(
         plan_path=plan,
-        workdir=wd,
+        workdir=workdir,
         ledger_url=ledger,
         max_steps=max_steps,
         until=until,
         executor=executor,
         markers_dir=markers_dir,
-        checked=True,
         results=results,
         task_runner=task_runner,
         dask_address=dask_address,

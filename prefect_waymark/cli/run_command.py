@@ -6,6 +6,7 @@ import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from ..ledger.identity import default_executor
 from ..run import exit_codes
@@ -44,22 +45,41 @@ def configure_prefect() -> str:
 def run_from_cli(
     *,
     plan_path: Path,
-    workdir: Path,
+    workdir: Path | None,
     ledger_url: str | None,
     max_steps: int | None,
     until: str | None,
     executor: str | None,
     markers_dir: Path | None = None,
-    checked: bool = False,
     results: str | None = None,
     task_runner: str | None = None,
     dask_address: str | None = None,
 ) -> int:
-    """Run the plan in a flow run and map its end to an exit code. ``checked``: the caller has
-    checked ``until`` and the marker files already (``waymark run`` does, before Prefect starts);
-    the flow then takes the plan it parsed (same file, same bytes) and does not check again."""
+    """Check the run's options before Prefect starts (a bad input: exit 2, one line, no flow
+    run; run/options.py), run the plan in a flow run that takes them, and map its end to
+    an exit code."""
     from ..errors import WaymarkError
+    from ..run.options import check_run
 
+    executor = executor or default_executor()
+    parameters: dict[str, Any] = {  # the flow run's parameters, as the Prefect UI shows them
+        "plan": str(plan_path),
+        "workdir": str(workdir) if workdir is not None else None,
+        "ledger_url": ledger_url,
+        "max_steps": max_steps,
+        "until": until,
+        "executor": executor,
+        "markers_dir": str(markers_dir) if markers_dir is not None else None,
+        "result_storage": results,
+        "task_runner": task_runner,
+        "dask_address": dask_address,
+    }
+    try:
+        options = check_run(**parameters, command_line=configure_prefect)
+    except WaymarkError as exc:
+        print(f"waymark: {exc}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    parameters["workdir"] = str(options.workdir)
     try:
         where = configure_prefect()
     except WaymarkError as exc:
@@ -71,27 +91,14 @@ def run_from_cli(
         return exit_codes.BAD_INPUT
     from ..flows.run_plan import run_plan
 
-    executor = executor or default_executor()
+    wd = options.workdir
     since = datetime.now(timezone.utc)
     try:
         # The flow run names and tags itself (run/prefect_ui.py `run_name`): `prefect.tags(...)`
         # here would tag every step's task run too: a concurrency call per tagged task run.
-        state = run_plan(
-            plan=str(plan_path),
-            workdir=str(workdir),
-            ledger_url=ledger_url,
-            max_steps=max_steps,
-            until=until,
-            executor=executor,
-            markers_dir=str(markers_dir) if markers_dir is not None else None,
-            checked=checked,
-            result_storage=results,
-            task_runner=task_runner,
-            dask_address=dask_address,
-            return_state=True,
-        )
+        state = run_plan(**parameters, options=options.as_parameter(), return_state=True)
     except Exception as exc:  # noqa: BLE001 - e.g. the Prefect API went away mid-run
-        summary = _recorded_summary(plan_path, workdir, ledger_url, executor, since)
+        summary = _recorded_summary(plan_path, wd, ledger_url, executor, since)
         if summary is None:
             print(f"waymark: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             return exit_codes.STEP_FAILED
@@ -104,7 +111,7 @@ def run_from_cli(
         return summary.exit_code
     found = summary_from_state(state)
     if isinstance(found, BaseException):
-        summary = _recorded_summary(plan_path, workdir, ledger_url, executor, since)
+        summary = _recorded_summary(plan_path, wd, ledger_url, executor, since)
         if summary is None:
             print(f"waymark: the run failed: {found}", file=sys.stderr)
             return exit_codes.STEP_FAILED

@@ -3,8 +3,10 @@
 Prefect sends a flow run's parameters through :meth:`~prefect.Flow.serialize_parameters`, whose
 ``jsonable_encoder`` returns a path, a number or a flag unchanged but imports FastAPI on its first
 call (~0.08 s of every ``waymark run`` here). :class:`JsonFlow` overrides that one public method:
-values made of JSON's own types go as they are, anything else through Prefect's. It is created,
-named, tagged and run as any ``@flow``; :func:`waymark_flow` names and tags ``run_plan``'s runs.
+values made of JSON's own types go as they are, a run's checked options as their record
+(:meth:`~prefect_waymark.run.options.RunOptions.record`: never the plan again, never the
+ledger URL), anything else through Prefect's. It is created, named, tagged and run as any
+``@flow``; :func:`waymark_flow` names and tags ``run_plan``'s runs.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from prefect import Flow
+from prefect.utilities.annotations import quote
+
+from ..run.options import RunOptions
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
@@ -44,6 +49,9 @@ def _json_copy(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
+    inner = value.unwrap() if isinstance(value, quote) else value  # RunOptions.as_parameter
+    if isinstance(inner, RunOptions):
+        return inner.record()
     try:
         return _json_copy(value)
     except RecursionError:  # a list that holds itself, or nested deeper than Python goes

@@ -1,25 +1,27 @@
 """The ``run_plan`` flow: run a plan's remaining steps and record everything in the ledger.
 
-A run, in order: take the validated plan (the CLI's own, see :func:`~..plan.loader.load_plan`),
-check ``until`` and the marker files once, record ``run_started``, take over dead runs' steps,
-read the step states once, assemble the guards and the review gate, let each guard's run-start
-verdicts through the gate, run the scheduler (:mod:`.plan_loop`), read the states once more and
-hand that view to the summary and the markers.
+A run, in order: take its options — checked by whoever started it, else checked here from the
+flow's parameters (:func:`~prefect_waymark.run.options.check_run`: the plan, ``until``, the
+ledger URL, every folder the run writes, the marker files) —, record ``run_started``, take
+over dead runs' steps, read the step states once, assemble the guards and the review gate, let
+each guard's run-start verdicts through the gate, run the scheduler (:mod:`.plan_loop`), read
+the states once more and hand that view to the summary and the markers. Below the flow,
+everything reads the run's options from that one object (:class:`RunOptions`).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 from typing import Any
 
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
+from pydantic import InstanceOf
+from pydantic.json_schema import SkipJsonSchema
 
 from ..agents.flow_suspend import record_checkin_suspension
 from ..boundary import RunBoundary
-from ..closing.closed import refuse_closed_run
 from ..errors import PlanRunFailed
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
@@ -27,15 +29,15 @@ from ..guards.observers import RunObserver
 from ..guards.outputs import OutputsGuard
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
-from ..ledger import open_ledger, resolve_ledger_url
+from ..ledger import open_ledger
 from ..ledger.base import this_host
 from ..ledger.events import EventKind
 from ..ledger.identity import flow_executor
-from ..ledger.plan_rename import check_not_renamed
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.run_hashes import run_hash_fields
 from ..ledger.step_state import StepState
-from ..markers import marker_history, markers_folder, preflight_markers
+from ..ledger.urls import has_password
+from ..markers import marker_history
 from ..markers.artifacts import run_observers
 from ..markers.concurrent_sends import RunSends
 from ..markers.plan_page.publish import PlanPage
@@ -51,33 +53,25 @@ from ..review.suspend import (
     record_suspension,
     take_up,
 )
-from ..run.env_settings import seconds_from_env
 from ..run.log_filters import install_log_filters
+from ..run.options import AGENT_WAIT_ENV, REVIEW_WAIT_ENV, RunOptions, check_run
 from ..run.prefect_ui import final_state
-from ..run.preflight import preflight_paths, results_folder
 from ..run.resume import prepare_resume
 from ..run.runtime import StepRuntime
-from ..run.slot_budget import SlotBudget, slot_budget
+from ..run.slot_budget import slot_budget
 from ..run.summary import RunResult, RunSummary
 from ..runners.choice import loop_runner
 from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
-from ..subplans.ledger_handoff import handed_ledger
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
 from .next_start import next_reason, waiting_reason
-from .plan_input import check_until, load_plan_input
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
 
 __all__ = ["AGENT_WAIT_ENV", "REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
-
-#: The default of ``review_wait_seconds`` when the caller gives none (e.g. for `waymark run`).
-REVIEW_WAIT_ENV = "WAYMARK_REVIEW_WAIT_SECONDS"
-#: The default of ``agent_wait_seconds``.
-AGENT_WAIT_ENV = "WAYMARK_AGENT_WAIT_SECONDS"
 
 
 @waymark_flow(name="waymark-run-plan", log_prints=True, validate_parameters=False)
@@ -89,15 +83,12 @@ def run_plan(
     until: str | None = None,
     executor: str | None = None,
     result_storage: StorageSpec | None = None,
-    lease_seconds: float = 60.0,
     markers_dir: str | None = None,
-    publish_artifacts: bool = True,
     review_wait_seconds: float | None = None,
-    checked: bool = False,
     agent_wait_seconds: float | None = None,
     task_runner: str | None = None,
     dask_address: str | None = None,
-    subplan_of: dict[str, Any] | None = None,
+    options: SkipJsonSchema[InstanceOf[RunOptions] | None] = None,
 ) -> dict[str, Any]:
     """Run a plan, continuing where the last run stopped.
 
@@ -113,125 +104,86 @@ def run_plan(
         result_storage: a saved Prefect file-system block, its slug, or a folder (default
             ``<workdir>/.waymark/results``); given, it keeps the declared outputs too, and a
             workdir that lacks one restores it from there (results/outputs.py).
-        lease_seconds: how long a step's in_progress hold lives without renewal.
         markers_dir: where EXECUTION_MARKER.json, TASKS.md, STATE.md, IMPLEMENTATION_LOG.md
             go (default: the workdir, beside the plan file unless ``workdir`` moves it).
-        publish_artifacts: create the marker, step-table and progress Prefect artifacts.
         review_wait_seconds: on any stop for review (a ref or contract conflict, an edited
             output, an action whose outcome is unknown, a lost result), pause this long for an
             answer in the Prefect UI (accept / rerun / abort); 0 stops at once. Default:
             ``$WAYMARK_REVIEW_WAIT_SECONDS``, else 0.
-        checked: the caller has already checked ``until`` and the marker files (``waymark
-            run`` does, before Prefect starts); the flow does not check them again.
         agent_wait_seconds: when only agent or manual steps (``kind: agent | manual``) stand
             in the way, wait this long for their check-in (``waymark done``) and go on; 0 ends
             the run at once, "waiting for <owner>" (exit 3). Default:
             ``$WAYMARK_AGENT_WAIT_SECONDS``, else 0.
         task_runner: ``threads`` | ``processes`` | ``dask`` (default: the flow's own runner);
         dask_address: the Dask scheduler for ``dask`` (default: a temporary local cluster).
-        subplan_of: set by a ``plan:`` step running this plan as its sub-plan: the parent's
-            plan, step and run, and its forbidden list (subplans/run_step.py).
+        options: not a form field: the run's options as
+            :func:`~prefect_waymark.run.options.check_run` checked them, passed with
+            ``options.as_parameter()`` by whoever checked them before the flow run started
+            (``waymark run``, a ``plan:`` step for its sub-plan, a test that sets what no
+            parameter does). The run then goes by them and checks nothing again; the parameters
+            above are only its record (its name and parameters in the Prefect UI). Without
+            them the flow checks its parameters itself, before anything is recorded.
 
     Returns the summary dict, raises :class:`PlanRunFailed` if a step failed (states: prefect_ui).
     """
     install_log_filters()
     logger = get_run_logger()
-    spec = load_plan_input(plan, workdir)
-    wd = Path(workdir).resolve() if workdir else (spec.base_dir or Path.cwd()).resolve()
-    if not checked:
-        check_until(spec, until)
-    runner = loop_runner(task_runner, dask_address)  # a bad name: TaskRunnerError, no record
-    if review_wait_seconds is None:
-        review_wait_seconds = seconds_from_env(REVIEW_WAIT_ENV)
-    if agent_wait_seconds is None:
-        agent_wait_seconds = seconds_from_env(AGENT_WAIT_ENV)
-    # A bad URL, an unreachable or contradicted pinned ledger: LedgerUrlError, nothing recorded.
-    if ledger_url is None and subplan_of is not None:  # a parent step's ledger, handed over
-        ledger_url = handed_ledger(subplan_of)
-    url = resolve_ledger_url(ledger_url, wd, pin=spec.ledger, pin_source=spec.source)
-    folder = markers_folder(spec, wd, markers_dir)
-    if not checked:  # every folder the run writes, before anything is created or recorded
-        preflight_paths(ledger_url=url, results=results_folder(result_storage, wd), markers=folder)
-    storage = as_storage(result_storage) if result_storage else default_result_storage(wd)
+    if options is None:  # a deployment's run, a Python call: nothing checked its inputs yet
+        options = check_run(
+            plan,
+            workdir=workdir,
+            ledger_url=ledger_url,
+            max_steps=max_steps,
+            until=until,
+            executor=executor,
+            result_storage=result_storage,
+            markers_dir=markers_dir,
+            review_wait_seconds=review_wait_seconds,
+            agent_wait_seconds=agent_wait_seconds,
+            task_runner=task_runner,
+            dask_address=dask_address,
+            logger=logger,
+        )
+    return _run(options, logger)
+
+
+def _run(options: RunOptions, logger: Any) -> dict[str, Any]:
+    """The run of a plan whose options are checked: record its start, run its steps, record
+    its end (also when an error, Ctrl-C or SIGTERM ends it) and hand Prefect its final state."""
+    spec, wd = options.spec, options.workdir
+    runner = loop_runner(options.task_runner, options.dask_address)  # made, not started
+    storage = options.result_storage
+    storage = as_storage(storage) if storage else default_result_storage(wd)
     fr_id = flow_run.get_id()
-    ledger, sends = open_ledger(url), RunSends()  # sends: the run's artifacts' threads
+    ledger, sends = open_ledger(options.ledger_url), RunSends()  # sends: the artifacts' threads
     try:
-        refuse_closed_run(ledger, spec, logger)  # every run (deployments' too): records nothing
-        if not checked:  # refuse before anything is recorded
-            check_not_renamed(ledger, spec.plan_id, spec.source)
-            preflight_markers(spec, ledger, folder)
         history = marker_history(ledger, spec.plan_id)
         states = ledger.step_states(spec.plan_id)
         start_view = build_view(spec, states)  # where the run starts; also the guards' view
         run = RunRecord(
-            spec=spec,
+            options=options,
             ledger=ledger,
             logger=logger,
-            workdir=wd,
             run_id=run_id_of_execution(ledger, spec.plan_id, str(fr_id))
             if fr_id
             else uuid.uuid4().hex,
             flow_run_id=str(fr_id) if fr_id else None,
-            executor=executor or flow_executor(),
+            executor=options.executor or flow_executor(),
             started_at=utcnow().isoformat(),
             started_from=history[-1]["next_start"]["step"]
             if history
             else start_view.next_step
             if start_view is not None
             else None,
-            markers_folder=folder,
-            publish_artifacts=publish_artifacts,
-            keeps_outputs=result_storage is not None,
-            boundary=RunBoundary.begin(spec, ledger, wd, folder, logger),
-            subplan_of=subplan_of,
+            storage=storage,
+            runner=runner,
+            boundary=RunBoundary.begin(spec, ledger, wd, options.markers_folder, logger),
+            # A deployment's budget is per schedule slot: runs triggered together share it.
+            budget=slot_budget(ledger, spec.plan_id, options.max_steps),
         )
-        # A deployment's budget is per schedule slot: runs triggered together share it.
-        budget = slot_budget(ledger, spec.plan_id, max_steps)
-        slot: dict[str, Any] = {}
-        if (deployment_id := own_deployment_id()) is not None:
-            slot["deployment_id"] = deployment_id
-        if budget is not None:
-            slot.update(slot_start=budget.slot_start.isoformat(), slot_used=budget.used)
-            if budget.used:
-                logger.info(
-                    "budget of this schedule slot: %s of --max-steps %s already started by "
-                    "run(s) %s of this deployment since %s; this run may start %s",
-                    budget.used,
-                    max_steps,
-                    ", ".join(budget.by_runs),
-                    budget.slot_start.isoformat(timespec="seconds"),
-                    budget.left,
-                )
-        ledger.record(
-            spec.plan_id,
-            EventKind.run_started,
-            run_id=run.run_id,
-            flow_run_id=run.flow_run_id,
-            executor=run.executor,
-            workdir=str(wd),
-            host=this_host(),
-            pid=os.getpid(),
-            **run_hash_fields(ledger, spec.plan_id, spec.plan_hash(), spec.step_hashes),
-            started_from=run.started_from,
-            max_steps=max_steps,
-            until=until,
-            **slot,
-            **link_fields(subplan_of),  # a sub-plan's run names its parent plan, step and run
-        )
+        _record_start(run)
         try:
-            summary, states, view, suspend = _run_steps(
-                run,
-                storage,
-                states,
-                budget.left if budget is not None else max_steps,
-                until,
-                lease_seconds,
-                review_wait_seconds,
-                budget,
-                agent_wait_seconds,
-                runner,
-                start_view,
-            )
+            summary, states, view, suspend = _run_steps(run, states=states, start_view=start_view)
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
             record_crash(run, exc)
             raise
@@ -241,7 +193,8 @@ def run_plan(
         logger.info("%s", summary.text())
         if suspend is not None:  # a deployment's run: the process ends here, the worker is free
             # A review stop waits review_wait_seconds; a wait for check-ins agent_wait_seconds.
-            wait = review_wait_seconds if suspend[1] is not None else agent_wait_seconds
+            review = suspend[1] is not None
+            wait = options.review_wait_seconds if review else options.agent_wait_seconds
             suspend_run(run, suspend, wait)
     finally:
         sends.end()  # every send of this run done (or logged) before the run ends
@@ -249,27 +202,55 @@ def run_plan(
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
 
 
+def _record_start(run: RunRecord) -> None:
+    """The run's ``run_started`` event: who, where, from which step, with which plan and step
+    hashes, its limits and — a deployment's run — its schedule slot; a sub-plan's names its
+    parent plan, step and run."""
+    spec, options, budget = run.spec, run.options, run.budget
+    slot: dict[str, Any] = {}
+    if (deployment_id := own_deployment_id()) is not None:
+        slot["deployment_id"] = deployment_id
+    if budget is not None:
+        slot.update(slot_start=budget.slot_start.isoformat(), slot_used=budget.used)
+        if budget.used:
+            run.logger.info(
+                "budget of this schedule slot: %s of --max-steps %s already started by "
+                "run(s) %s of this deployment since %s; this run may start %s",
+                budget.used,
+                options.max_steps,
+                ", ".join(budget.by_runs),
+                budget.slot_start.isoformat(timespec="seconds"),
+                budget.left,
+            )
+    run.ledger.record(
+        spec.plan_id,
+        EventKind.run_started,
+        run_id=run.run_id,
+        flow_run_id=run.flow_run_id,
+        executor=run.executor,
+        workdir=str(run.workdir),
+        host=this_host(),
+        pid=os.getpid(),
+        **run_hash_fields(run.ledger, spec.plan_id, spec.plan_hash(), spec.step_hashes),
+        started_from=run.started_from,
+        max_steps=options.max_steps,
+        until=options.until,
+        **slot,
+        **link_fields(options.subplan_of),  # a sub-plan's run names its parent plan, step, run
+    )
+
+
 def _run_steps(
-    run: RunRecord,
-    storage: StorageSpec,
-    states: dict[str, StepState],
-    max_steps: int | None,
-    until: str | None,
-    lease_seconds: float,
-    review_wait_seconds: float,
-    budget: SlotBudget | None = None,
-    agent_wait_seconds: float = 0,
-    runner: Any = None,
-    start_view: PlanView | None = None,
+    run: RunRecord, *, states: dict[str, StepState], start_view: PlanView
 ) -> tuple[RunSummary, dict[str, StepState], PlanView, tuple[str, str | None] | None]:
     """Run the steps; return the summary and the step states read at the end, with their view,
     and — a deployment's run that stops for review — the pause key and form text to suspend
-    with. ``states`` are those read at run start (read again if an answer or a take-over moved
-    them)."""
-    spec, ledger, logger = run.spec, run.ledger, run.logger
-    start_states = states  # ``start_view`` (if given) is the view of these very states
+    with. ``states`` are those read at run start, ``start_view`` their view (read again if an
+    answer or a take-over moved them)."""
+    spec, ledger, logger, options = run.spec, run.ledger, run.logger, run.options
+    start_states = states
     deployed = bool(run.flow_run_id) and in_deployment_run()
-    results = ResultAccess(storage, keep_outputs=run.keeps_outputs)  # given storage: outputs too
+    results = ResultAccess(run.storage, keep_outputs=run.keeps_outputs)  # storage: outputs too
     report = prepare_resume(ledger, spec, run.run_id)
     for sid in report.interrupted:
         logger.warning("step %s was left in_progress by a dead run: running it again", sid)
@@ -279,7 +260,7 @@ def _run_steps(
     # results first, then re-anchoring (a contract or state conflict stops a step before the
     # remaining checks), receipts against the ledger, edited outputs.
     reanchor = ReanchorGuard(spec, ledger, run.workdir, run.run_id)
-    gate = ReviewGate(spec, ledger, run.run_id, logger, wait_seconds=review_wait_seconds)
+    gate = ReviewGate(spec, ledger, run.run_id, logger, wait_seconds=options.review_wait_seconds)
     guards = Guards(
         [
             CompletedStepsGuard(results),
@@ -287,7 +268,7 @@ def _run_steps(
             reanchor,
             ReceiptConsistencyGuard(),
             OutputsGuard(results.outputs),
-            *inherited_guards(run.subplan_of),  # a sub-plan: its parents' forbidden actions
+            *inherited_guards(options.subplan_of),  # a sub-plan: its parents' forbidden actions
         ]
     )
     gate.on_answer.append(reanchor.reload_accepted)
@@ -298,7 +279,9 @@ def _run_steps(
         if resumed is not None:
             take_up(gate, resumed)
             states = ledger.step_states(spec.plan_id)
-    observers: list[RunObserver] = run_observers(gate, run.workdir) if run.publish_artifacts else []
+    observers: list[RunObserver] = (
+        run_observers(gate, run.workdir) if options.publish_artifacts else []
+    )
     run.pages.extend(o.publisher for o in observers if isinstance(o, PlanPage))
     if run.boundary is not None:
         observers.append(run.boundary)  # looks at the workdir after each step
@@ -310,21 +293,21 @@ def _run_steps(
         guards=guards,
         gate=gate,
         executor=run.executor,
-        forbidden=lambda: reanchor.forbidden + inherited_forbidden(run.subplan_of),
+        forbidden=lambda: reanchor.forbidden + inherited_forbidden(options.subplan_of),
         run_subplan=run_subplan,  # what runs a `plan:` step (subplans/run_step.py)
     )
     loop = PlanLoop(
         runtime,
-        storage,
+        run.storage,
         results,
         logger,
-        max_steps=max_steps,
-        until=until,
-        lease_seconds=lease_seconds,
+        max_steps=run.budget.left if run.budget is not None else options.max_steps,
+        until=options.until,
+        lease_seconds=options.lease_seconds,
         observers=observers,
         # A deployment's run does not hold its worker while it waits: it suspends (below).
-        agent_wait_seconds=0 if deployed else agent_wait_seconds,
-        task_runner=runner,  # None: the flow run's own (runners/submit.py)
+        agent_wait_seconds=0 if deployed else options.agent_wait_seconds,
+        task_runner=run.runner,  # None: the flow run's own (runners/submit.py)
     )
     ctx = GuardContext(
         plan=spec,
@@ -334,7 +317,7 @@ def _run_steps(
         states=states,
         aborted=gate.check_abort(),
     )
-    if start_view is not None and states is start_states:  # not re-read since: the same view
+    if states is start_states:  # not re-read since: the same view
         ctx.__dict__["view"] = start_view  # GuardContext.view is a cached_property
     ctx = guards.on_run_start(ctx, lambda sid, v: _stop_at_start(loop, sid, v))
     gate.announce_open(ctx.view.needs_review)
@@ -356,16 +339,16 @@ def _run_steps(
         result = "completed"
     else:
         result = "stopped"
-        if outcome.waiting and deployed and agent_wait_seconds > 0 and run.flow_run_id:
+        wait = options.agent_wait_seconds
+        if outcome.waiting and deployed and wait > 0 and run.flow_run_id:
             key = record_checkin_suspension(
-                ledger, spec.plan_id, run.run_id, run.flow_run_id, outcome.waiting,
-                agent_wait_seconds,
-            )  # fmt: skip
+                ledger, spec.plan_id, run.run_id, run.flow_run_id, outcome.waiting, wait
+            )
             suspend = (key, None)
             logger.info(
                 "the flow run suspends up to %ss until %s checked in (`waymark done` resumes "
                 "it; its worker is free meanwhile)",
-                agent_wait_seconds,
+                wait,
                 ", ".join(outcome.waiting),
             )
     summary = run.summary(
@@ -390,7 +373,7 @@ def _run_steps(
         or (
             waiting_reason(outcome.waiting)
             if outcome.stopped_by == "waiting" and result == "stopped"
-            else next_reason(result, outcome.stopped_by, max_steps, suspend, budget)
+            else next_reason(result, outcome.stopped_by, options.max_steps, suspend, run.budget)
         ),
     )
     return summary, states, view, suspend
@@ -407,4 +390,16 @@ def run_subplan(ctx: StepContext) -> dict[str, Any]:
     The flow hands this down to its steps (a step never imports the flow that runs it); a
     module-level function, so a step task in another process receives it by reference.
     """
-    return run_subplan_step(ctx, run_plan)
+    return run_subplan_step(ctx, _subflow)
+
+
+def _subflow(subplan_of: dict[str, Any], **parameters: Any) -> Any:
+    """``run_plan`` as a sub-plan's subflow, called in the ``plan:`` step's task run; returns
+    its final state. The sub-plan's options are checked here, in the step's process, and handed
+    to the subflow with them the ledger URL: a URL that holds a password is left out of the
+    parameters the subflow run shows (Prefect keeps a flow run's parameters; its API and UI
+    show them)."""
+    options = check_run(**parameters, subplan_of=subplan_of)
+    if has_password(options.ledger_url):
+        parameters["ledger_url"] = None
+    return run_plan(**parameters, options=options.as_parameter(), return_state=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..boundary import RunBoundary
 from ..ledger import Ledger
@@ -16,35 +16,57 @@ from ..ledger.step_state import StepState
 from ..markers import write_run_markers
 from ..models import utcnow
 from ..plan.spec import PlanSpec
+from ..run.options import RunOptions
 from ..run.summary import RunResult, RunSummary
+
+if TYPE_CHECKING:
+    from ..results.storage import StorageSpec
+    from ..run.slot_budget import SlotBudget
 
 __all__ = ["RunRecord", "record_crash"]
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """Who runs the plan, where and since when: what every summary of this run repeats."""
+    """One run of a plan: its options, who runs it, where and since when (what every summary of
+    this run repeats), and what it runs with."""
 
-    spec: PlanSpec
+    options: RunOptions
     ledger: Ledger
     logger: Any
-    workdir: Path
     run_id: str
     flow_run_id: str | None
     executor: str
     started_at: str
     started_from: str | None
-    markers_folder: Path
-    publish_artifacts: bool
-    #: Result storage was given: declared outputs are kept there too (results/outputs.py).
-    keeps_outputs: bool = False
+    #: Where step results persist (given storage: the declared outputs too, results/outputs.py).
+    storage: StorageSpec
+    #: The task runner the scheduler starts; ``None``: the flow run's own (runners/choice.py).
+    runner: Any = None
+    #: A deployment's run: its budget in its schedule slot (run/slot_budget.py).
+    budget: SlotBudget | None = None
     #: The run's execution boundary, taken before run_started (boundary/tracker.py).
     boundary: RunBoundary | None = None
-    #: A sub-plan's run: its parent plan, step and run and their forbidden list (subplans/).
-    subplan_of: dict[str, Any] | None = None
     #: The run's plan page publisher once its observers exist: the run's end updates the
     #: version it created (no lookup, no second copy of the page's inputs).
     pages: list[Any] = field(default_factory=list)
+
+    @property
+    def spec(self) -> PlanSpec:
+        return self.options.spec
+
+    @property
+    def workdir(self) -> Path:
+        return self.options.workdir
+
+    @property
+    def markers_folder(self) -> Path:
+        return self.options.markers_folder
+
+    @property
+    def keeps_outputs(self) -> bool:
+        """Result storage was given: declared outputs are kept there too (results/outputs.py)."""
+        return self.options.result_storage is not None
 
     def summary(self, result: RunResult, **fields: Any) -> RunSummary:
         return RunSummary(
@@ -98,7 +120,7 @@ class RunRecord:
             data,
             self.markers_folder,
             self.logger,
-            artifacts=self.publish_artifacts,
+            artifacts=self.options.publish_artifacts,
             states=states,
             view=view,
             page=self.pages[0] if self.pages else None,

@@ -9,6 +9,7 @@ import), and only choosing ``dask`` imports ``prefect_dask``.
 
 from __future__ import annotations
 
-from .choice import DASK_INSTALL, TASK_RUNNERS, check_task_runner, loop_runner, make_task_runner
+from ..run.options import DASK_INSTALL, TASK_RUNNERS, check_task_runner
+from .choice import loop_runner, make_task_runner
 
 __all__ = ["DASK_INSTALL", "TASK_RUNNERS", "check_task_runner", "loop_runner", "make_task_runner"]

@@ -1,43 +1,15 @@
 """A task runner by name: ``threads`` (Prefect's thread pool, the default), ``processes``
 (``ProcessPoolTaskRunner``) or ``dask`` (prefect-dask's ``DaskTaskRunner``, a temporary local
-cluster or the scheduler at ``dask_address``)."""
+cluster or the scheduler at ``dask_address``). Which names a run may give is checked with its
+options (:func:`~prefect_waymark.run.options.check_task_runner`)."""
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-from ..errors import TaskRunnerError
+from ..run.options import check_task_runner
 
-__all__ = ["DASK_INSTALL", "TASK_RUNNERS", "check_task_runner", "loop_runner", "make_task_runner"]
-
-TASK_RUNNERS = ("threads", "processes", "dask")
-DASK_INSTALL = "pip install 'prefect-waymark[dask]'"
-
-
-def check_task_runner(name: str | None, dask_address: str | None = None) -> None:
-    """Raise :class:`TaskRunnerError` for a name that is not a runner, ``dask`` without
-    prefect-dask installed, or a Dask address with another runner; nothing is started."""
-    if name is None:
-        if dask_address:
-            raise TaskRunnerError("--dask-address needs --task-runner dask")
-        return
-    if name not in TASK_RUNNERS:
-        raise TaskRunnerError(
-            f"--task-runner: unknown task runner {name!r}; expected one of "
-            + ", ".join(TASK_RUNNERS)
-        )
-    if dask_address and name != "dask":
-        raise TaskRunnerError(f"--dask-address needs --task-runner dask, not {name!r}")
-    if name == "dask" and (
-        importlib.util.find_spec("prefect_dask") is None
-        or importlib.util.find_spec("distributed") is None
-    ):
-        raise TaskRunnerError(
-            f"--task-runner dask needs prefect-dask and distributed: {DASK_INSTALL}"
-        )
-    if dask_address is not None and not dask_address.strip():
-        raise TaskRunnerError("--dask-address: expected a scheduler address, e.g. tcp://HOST:8786")
+__all__ = ["loop_runner", "make_task_runner"]
 
 
 def make_task_runner(name: str, dask_address: str | None = None) -> Any:

@@ -2,12 +2,14 @@
 
 The parent step's task calls :func:`run_subplan_step` through what the ``run_plan`` flow
 handed down to its steps (the step runtime's ``run_subplan``: neither the step task nor this
-room imports the flow), with the flow itself as ``subflow``; a flow called inside a task run is
-a subflow run in Prefect 3 (its ``parent_task_run_id`` is the step's task run), so the Prefect
-UI shows the sub-plan's run under the parent step. The subflow:
+room imports the flow), with ``subflow``: what checks the sub-plan's options and calls the flow
+with them (flows/run_plan.py); a flow called inside a task run is a subflow run in Prefect 3
+(its ``parent_task_run_id`` is the step's task run), so the Prefect UI shows the sub-plan's run
+under the parent step. The subflow:
 
-- records in the parent's ledger (same URL) under the sub-plan's own plan id, its
-  ``run_started`` naming the parent plan, step and run (``parent``);
+- records in the parent's ledger (same URL, handed over in its options: a password never
+  reaches the parameters Prefect keeps) under the sub-plan's own plan id, its ``run_started``
+  naming the parent plan, step and run (``parent``);
 - runs in the parent's workdir (its steps' files are the parent's), with its markers and views
   in ``<workdir>/.waymark/subplans/<sub-plan id>/``;
 - keeps its own contract, and the parent's forbidden ``action:<glob>`` entries hold inside;
@@ -28,10 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NeedsReview, StepError, SubplanFailed
+from ..errors import NeedsReview, StepError, SubplanFailed, WaymarkError
 from ..models import GoalContract
 from .answers import carry_parent_answer
-from .ledger_handoff import ledger_for_subflow
 from .summary import subplan_summary
 
 if TYPE_CHECKING:
@@ -46,8 +47,9 @@ def subplan_markers(workdir: Path, sub_plan_id: str) -> Path:
 
 
 def run_subplan_step(ctx: StepContext, subflow: Callable[..., Any]) -> dict[str, Any]:
-    """Run the step's sub-plan with ``subflow`` (the ``run_plan`` flow, as the parent's run
-    handed it down; it resumes where it stopped); return its summary."""
+    """Run the step's sub-plan with ``subflow`` (as the parent's run handed it down: called with
+    the parent link and ``run_plan``'s parameters, it checks the sub-plan's options and runs
+    the flow, which resumes where it stopped, returning its final state); return its summary."""
     step, parent = ctx.step, ctx.plan
     sub = step.subplan_spec
     if sub is None or ctx.ledger is None:
@@ -74,21 +76,20 @@ def run_subplan_step(ctx: StepContext, subflow: Callable[..., Any]) -> dict[str,
     # The sub-plan's step tasks would be nested in this task's transaction and their results
     # written only when it commits (never, if this step stops for review or fails): each
     # commits its own as it ends, as in a plan run by itself.
-    with (
-        ledger_for_subflow(ctx.ledger.url, link) as ledger_url,
-        transaction(commit_mode=CommitMode.EAGER),
-    ):
-        state = subflow(
-            plan=sub,
-            workdir=str(ctx.workdir),
-            ledger_url=ledger_url,  # never a password: Prefect shows a run's parameters
-            markers_dir=str(folder),
-            executor=ctx.executor,
-            review_wait_seconds=0,
-            agent_wait_seconds=0,
-            subplan_of=link,
-            return_state=True,
-        )
+    try:
+        with transaction(commit_mode=CommitMode.EAGER):
+            state = subflow(
+                link,
+                plan=sub,
+                workdir=str(ctx.workdir),
+                ledger_url=ctx.ledger.url,
+                markers_dir=str(folder),
+                executor=ctx.executor,
+                review_wait_seconds=0,
+                agent_wait_seconds=0,
+            )
+    except WaymarkError as exc:  # its options refused (a marker file, a rename): no subflow
+        raise StepError(f"step {step.id!r}: sub-plan {sub.plan_id!r} crashed: {exc}") from exc
     run = summary_from_state(state)
     if isinstance(run, BaseException):
         raise StepError(f"step {step.id!r}: sub-plan {sub.plan_id!r} crashed: {run}") from run

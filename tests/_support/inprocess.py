@@ -3,7 +3,9 @@
 It reads the flow's final state with the function ``waymark run`` uses
 (:func:`prefect_waymark.run.summary.summary_from_state`): a completed run returns the
 :class:`RunSummary`, a run with failed steps ends Failed with a :class:`PlanRunFailed` that carries
-it; anything else is a crash and fails the test.
+it; anything else is a crash and fails the test. ``publish_artifacts=False`` (no Prefect
+artifacts) is no flow parameter: the options are checked here, as ``waymark run`` checks them
+(:func:`prefect_waymark.run.options.check_run`), and handed to the flow with it.
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ if TYPE_CHECKING:
 __all__ = ["flow_outcome", "run_inprocess"]
 
 
-def flow_outcome(plan: Path, **kwargs: Any) -> tuple[Literal["completed", "failed"], RunSummary]:
+def flow_outcome(
+    plan: Path, *, publish_artifacts: bool = True, **kwargs: Any
+) -> tuple[Literal["completed", "failed"], RunSummary]:
     """Run the flow once; return how the flow run ended (Completed or Failed) and its summary."""
     from prefect_waymark.flows import run_plan
+    from prefect_waymark.run.options import check_run
     from prefect_waymark.run.summary import summary_from_state
 
+    if not publish_artifacts:
+        options = check_run(str(plan), publish_artifacts=False, **kwargs)
+        kwargs["options"] = options.as_parameter()
     state = run_plan(plan=str(plan), return_state=True, **kwargs)
     summary = summary_from_state(state)
     assert not isinstance(summary, BaseException), f"the flow crashed: {summary!r}"
@@ -31,6 +39,6 @@ def flow_outcome(plan: Path, **kwargs: Any) -> tuple[Literal["completed", "faile
     return "failed", summary
 
 
-def run_inprocess(plan: Path, **kwargs: Any) -> RunSummary:
+def run_inprocess(plan: Path, *, publish_artifacts: bool = True, **kwargs: Any) -> RunSummary:
     """Run the flow once; return its :class:`RunSummary` whether the flow run failed or not."""
-    return flow_outcome(plan, **kwargs)[1]
+    return flow_outcome(plan, publish_artifacts=publish_artifacts, **kwargs)[1]
