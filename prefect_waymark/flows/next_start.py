@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..run.slot_budget import SlotBudget
 from ..run.summary import RunResult
 
-__all__ = ["next_reason", "waiting_reason"]
+__all__ = ["failed_reason", "next_reason", "waiting_reason"]
 
 
 def next_reason(
@@ -43,3 +43,9 @@ def waiting_reason(waiting: dict[str, str]) -> str:
     """Why a run stopped before agent or manual steps, in words."""
     who = "; ".join(f"{sid} waits for {owner}" for sid, owner in waiting.items())
     return f"{who} (check in with `waymark next` / `waymark start` / `waymark done`)"
+
+
+def failed_reason(step_id: str, error: str | None) -> str:
+    """Why the next run starts at a failed step: which one, and its error's first line."""
+    first = (error or "").strip().splitlines()[0][:200] if (error or "").strip() else ""
+    return f"step {step_id} failed{f' ({first})' if first else ''}; the next run retries it"

@@ -66,7 +66,7 @@ from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fie
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
-from .next_start import next_reason, waiting_reason
+from .next_start import failed_reason, next_reason, waiting_reason
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
@@ -351,6 +351,7 @@ def _run_steps(
                 wait,
                 ", ".join(outcome.waiting),
             )
+    failed_ids = {v.id for v in view.steps if v.status == "failed"}
     summary = run.summary(
         result,
         # Where this run really started: its first claimed step (else where it would have).
@@ -365,13 +366,15 @@ def _run_steps(
         next_start=None
         if view.complete or outcome.closed
         else (
-            view.needs_review[0]["step"]
-            if view.needs_review
-            else next(iter(outcome.waiting), None) or view.next_step
+            start
+            if (start := view.next_start) in failed_ids or view.needs_review
+            else next(iter(outcome.waiting), None) or start
         ),
         next_start_reason=outcome.closed  # `waymark close` while this run went on
         or (
-            waiting_reason(outcome.waiting)
+            failed_reason(view.next_start, view.step(view.next_start).error)
+            if result == "failed" and view.next_start in failed_ids
+            else waiting_reason(outcome.waiting)
             if outcome.stopped_by == "waiting" and result == "stopped"
             else next_reason(result, outcome.stopped_by, options.max_steps, suspend, run.budget)
         ),

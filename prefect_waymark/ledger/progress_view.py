@@ -113,6 +113,17 @@ class PlanView:
     #: ``previous``).
     _built_from: _Built | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def next_start(self) -> str | None:
+        """Where the next run starts: a step waiting for review first, then the first failed
+        step (in plan order: the next run retries it), else the next ready step."""
+        if self.complete:
+            return None
+        if self.needs_review:
+            return str(self.needs_review[0]["step"])
+        failed = next((s.id for s in self.steps if s.status == "failed"), None)
+        return failed or self.next_step
+
     def step(self, step_id: str) -> StepView:
         """The view of one step (a dict lookup: pages ask for every step of big plans)."""
         by_id = self._by_id

@@ -46,7 +46,6 @@ __all__ = [
     "RunRecord",
     "acceptance_section",
     "metrics_section",
-    "next_start",
     "open_pause",
     "page_line",
     "plan_line",
@@ -171,15 +170,6 @@ def _aborted(events: Sequence[ProgressEvent]) -> bool:
     return bool(last) and last[-1].kind == EventKind.plan_aborted
 
 
-def next_start(view: PlanView) -> str | None:
-    """Where the next run starts: a step waiting for review first, else the next ready step."""
-    if view.complete:
-        return None
-    if view.needs_review:
-        return str(view.needs_review[0]["step"])
-    return view.next_step
-
-
 def plan_line(
     view: PlanView,
     *,
@@ -215,7 +205,7 @@ def plan_line(
     elif result == "interrupted":
         parts.append("interrupted")
     parts.append(f"{done}/{total} done")
-    nxt = next_start(view)
+    nxt = view.next_start
     parts.append(f"next: {nxt}" if nxt else "next: none ready")
     return " · ".join(parts)
 
@@ -287,7 +277,7 @@ def render_plan_page(page: PageInput) -> str:
 def _next_start_text(
     view: PlanView, last: RunRecord | None, live: RunRecord | None, aborted: bool
 ) -> str:
-    nxt = next_start(view)
+    nxt = view.next_start
     if view.complete:
         return "nothing — the plan is complete"
     if aborted:
