@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..run.slot_budget import SlotBudget
 from ..run.summary import RunResult
 
@@ -46,6 +48,9 @@ def waiting_reason(waiting: dict[str, str]) -> str:
 
 
 def failed_reason(step_id: str, error: str | None) -> str:
-    """Why the next run starts at a failed step: which one, and its error's first line."""
-    first = (error or "").strip().splitlines()[0][:200] if (error or "").strip() else ""
+    """Why the next run starts at a failed step: which one, and its error's first line (without
+    the exception's name and the step's id, which the line already says)."""
+    first = (error or "").strip().splitlines()[0] if (error or "").strip() else ""
+    first = re.sub(r"^[A-Za-z_]\w*(?:Error|Exception): ", "", first)
+    first = first.removeprefix(f"step '{step_id}': ")[:200]
     return f"step {step_id} failed{f' ({first})' if first else ''}; the next run retries it"
