@@ -335,7 +335,8 @@ def test_the_one_line_summary(tmp_path: Path) -> None:
     assert plan_line(view, paused_at="terms").startswith("paused for review at terms")
     assert plan_line(view, aborted=True).startswith("aborted · 2/5 done")
     states = {k: v for k, v in _states().items() if k != "terms"}
-    assert plan_line(build_view(plan, states)) == "failed at check · 2/5 done · next: terms"
+    # The next run retries the failed step: the line names it, not a pending step before it.
+    assert plan_line(build_view(plan, states)) == "failed at check · 2/5 done · next: check"
     done = {s.id: StepState(step_id=s.id, status="completed") for s in plan.steps}
     assert plan_line(build_view(plan, done)) == "complete · 5/5 done"
     some = {"fetch": done["fetch"]}
