@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import BranchBusyError, CheckinError, CheckinStopped
 from ..guards.base import Verdict
+from ..guards.receipts import receipts_of_action
 from ..ledger import Ledger
 from ..ledger.event_writers import record_drift, record_step_failed, record_step_started
 from ..ledger.events import EventKind
@@ -196,11 +197,12 @@ def require_holder(
 
 def applied_receipts(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> list[ReceiptRecord]:
     """The committed receipts of the step's ``action`` as it is named now (a renamed action is
-    another): it was done already, before a ``waymark rerun``."""
+    another): it was done already, before a ``waymark rerun`` or under the step's old id (the
+    receipt follows the action: :func:`~prefect_waymark.guards.receipts.receipts_of_action`)."""
     if step.action is None:
         return []
-    rows = ledger.receipts(plan.plan_id, step.id)
-    return [r for r in rows if r.state == "applied" and r.action == step.action]
+    rows = receipts_of_action(plan, step.id, step.action, ledger.receipts(plan.plan_id))
+    return [r for r in rows if r.state == "applied"]
 
 
 def action_done_before(ledger: Ledger, plan: PlanSpec, step: StepSpec) -> str | None:

@@ -46,6 +46,11 @@ class ReanchorGuard(GuardBase):
         self._milestones: dict[str, str | None] = {}
         self._ticks: dict[str, int] = {}
         self._logged: tuple[Any, ...] | None = None  # the contract as this run last logged it
+        #: Each ref some step reads or writes -> those steps (a change stops only them).
+        self._declared: dict[str, list[str]] = {}
+        for s in plan.steps:
+            for name in _dedupe(s.reads + s.writes):
+                self._declared.setdefault(name, []).append(s.id)
 
     @property
     def forbidden(self) -> list[str]:
@@ -84,13 +89,9 @@ class ReanchorGuard(GuardBase):
         stops exactly those steps, each before it runs (:meth:`before_step`); one that only
         completed steps declare stops nothing and is logged (its ``reanchor`` event is on
         record), with the command that runs such a step again on the new version."""
-        declared: dict[str, list[str]] = {}
-        for step in self.plan.steps:
-            for name in _dedupe(step.reads + step.writes):
-                declared.setdefault(name, []).append(step.id)
         wide: list[Conflict] = []
         for c in conflicts:
-            steps = declared.get(c.ref)
+            steps = self._declared.get(c.ref)
             if c.ref == "contract" or not steps:
                 wide.append(c)
                 continue
@@ -131,6 +132,9 @@ class ReanchorGuard(GuardBase):
                 "branch_switch" if entering else "milestone_switch" if switching else "before_step"
             )
             conflicts = a.reanchor(point, names, check_contract, step.id)
+            if switching:  # every ref was re-read: this step answers only for its own
+                own = set(step.reads + step.writes)
+                conflicts = [c for c in conflicts if c.ref in own or c.ref not in self._declared]
             if check_contract:
                 self._log_contract()
             if conflicts:

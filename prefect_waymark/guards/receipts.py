@@ -21,10 +21,11 @@ __all__ = ["ReceiptConsistencyGuard", "receipts_of_action"]
 
 def _left_behind(rec: ReceiptRecord, plan: PlanSpec) -> bool:
     """The receipt's step no longer holds its action: the step left the plan (removed or
-    renamed), or the plan's ``run:`` step of that id now declares another action or none (a
-    ``call:`` step may claim actions in its code: only its removal leaves them)."""
+    renamed), or the plan's step of that id now declares another action or none — a ``run:``,
+    agent or manual step holds only the action it declares (a ``call:`` step may claim actions
+    in its code: only its removal leaves them)."""
     step = next((s for s in plan.steps if s.id == rec.step_id), None)
-    return step is None or (step.run is not None and step.action != rec.action)
+    return step is None or (step.call is None and step.action != rec.action)
 
 
 def receipts_of_action(

@@ -95,3 +95,28 @@ def test_a_renamed_action_is_another_action_and_needs_its_own_receipt(tmp_path: 
     assert sorted((r.action, r.external_id) for r in rows) == [
         ("charge-card", "ch-1"), ("send-invoice", "inv-1")
     ]  # fmt: skip
+
+
+def test_a_renamed_agent_step_finds_its_actions_receipt(tmp_path: Path) -> None:
+    """The receipt follows the action: an agent's step renamed after its action was applied is
+    told so at `start`, completes without a new receipt, and a second one is refused."""
+    p = str(write_plan(tmp_path, PLAN))
+
+    def cli(*args: str) -> Any:
+        return run_cli(*args, env=NO_SERVER)
+
+    assert cli("start", p, "send", "--executor", "a").returncode == 0
+    proc = cli("done", p, "send", "--executor", "a", "--receipt", "external_id=inv-1")
+    assert proc.returncode == 0, proc.stderr
+    renamed = {**PLAN, "steps": [{**PLAN["steps"][0], "id": "send-invoice"}]}
+    write_plan(tmp_path, renamed)
+    proc = cli("start", p, "send-invoice", "--executor", "b")
+    assert proc.returncode == 0 and "do not do it again" in proc.stdout, proc.stdout
+    proc = cli("done", p, "send-invoice", "--executor", "b", "--receipt", "external_id=inv-2")
+    assert proc.returncode == 2 and "has a receipt already" in proc.stderr, proc.stderr
+    proc = cli("done", p, "send-invoice", "--executor", "b")
+    assert proc.returncode == 0, proc.stderr
+    with open_ledger(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}") as led:
+        rows = led.receipts("invoice")
+        assert led.step_states("invoice")["send-invoice"].status == "completed"
+    assert [(r.key, r.external_id) for r in rows] == [("invoice/send/send-invoice", "inv-1")]

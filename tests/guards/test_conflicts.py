@@ -250,6 +250,8 @@ def test_a_changed_ref_stops_only_its_readers(prefect_server: str, tmp_path: Pat
             {"id": "deploy", "run": "echo d >> deploy.count", "reads": ["config"]},
             {"id": "notes", "kind": "agent", "depends_on": ["deploy"], "instructions": "x"},
             {"id": "price", "branch": "p", "run": "echo p >> price.count", "reads": ["prices"]},
+            # A second branch: entering it re-reads every ref; it answers only for its own.
+            {"id": "tidy", "branch": "t", "run": "echo t >> tidy.count"},
         ],
     }
     plan = write_plan(tmp_path, doc)
@@ -264,11 +266,13 @@ def test_a_changed_ref_stops_only_its_readers(prefect_server: str, tmp_path: Pat
     assert "needs review" not in second.stdout
     assert "only completed steps read or write it (deploy): recorded, nothing stops" in out
     assert count(tmp_path, "price") == 1 and count(tmp_path, "deploy") == 1
+    assert count(tmp_path, "tidy") == 1
     states = status_json(plan)["steps"]
     assert {s["id"]: s["status"] for s in states} == {
         "deploy": "completed",
         "notes": "pending",
         "price": "completed",
+        "tidy": "completed",
     }
 
     # A ref a step still to run reads stops that step, named as its reader.
