@@ -201,11 +201,13 @@ def _alive(pid: int) -> bool:
 
 
 def _runs_prefect(pid: int) -> bool:
-    """The process is a Prefect command (a pid recorded before a reboot may name another)."""
+    """The process is a ``prefect server start`` (a pid recorded before a reboot may name
+    another process now: it is never waited for nor stopped)."""
     try:
-        return b"prefect" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:  # no /proc here: trust the pid
         return True
+    return b"prefect" in cmdline and b"server\x00start" in cmdline
 
 
 def _server_pid(home: Path) -> int | None:
@@ -269,7 +271,7 @@ def ensure_local_server(
                 f"{timeout:.0f}s; `waymark server stop` stops it"
             )
         _state_file().unlink(missing_ok=True)
-        if (other := _server_pid(home)) is not None and _alive(other):
+        if (other := _server_pid(home)) is not None and _alive(other) and _runs_prefect(other):
             raise WaymarkError(
                 f"a Prefect server started by `prefect server start --background` runs for "
                 f"{home} (pid {other}); `prefect server stop` stops it, or set PREFECT_API_URL "
@@ -308,7 +310,7 @@ def stop_local_server(timeout: float = 30.0) -> bool:
         if info is None:
             return False
         _state_file().unlink(missing_ok=True)
-        if not _alive(info.pid):
+        if not (_alive(info.pid) and _runs_prefect(info.pid)):
             (Path(info.home) / PID_FILE).unlink(missing_ok=True)
             return False
         env = {**os.environ, "PREFECT_HOME": info.home}
