@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+from ..ledger.progress_view import PlanView, StepView
 from ..run.slot_budget import SlotBudget
 from ..run.summary import RunResult
 
-__all__ = ["failed_reason", "next_reason", "waiting_reason"]
+__all__ = ["failed_reason", "failed_start", "next_reason", "waiting_reason"]
 
 
 def next_reason(
@@ -54,3 +55,11 @@ def failed_reason(step_id: str, error: str | None) -> str:
     first = re.sub(r"^[A-Za-z_]\w*(?:Error|Exception): ", "", first)
     first = first.removeprefix(f"step '{step_id}': ")[:200]
     return f"step {step_id} failed{f' ({first})' if first else ''}; the next run retries it"
+
+
+def failed_start(view: PlanView, start: str | None) -> StepView | None:
+    """The failed step the next run starts with (``start`` is ``view.next_start``), if it is one."""
+    if start is None or view.needs_review:
+        return None
+    step = view.step(start)
+    return step if step.status == "failed" else None

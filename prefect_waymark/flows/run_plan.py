@@ -66,7 +66,7 @@ from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fie
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
-from .next_start import failed_reason, next_reason, waiting_reason
+from .next_start import failed_reason, failed_start, next_reason, waiting_reason
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
@@ -351,7 +351,8 @@ def _run_steps(
                 wait,
                 ", ".join(outcome.waiting),
             )
-    failed_ids = {v.id for v in view.steps if v.status == "failed"}
+    start = view.next_start  # a step in review, else the failed step to retry, else the next
+    retry = failed_start(view, start)
     summary = run.summary(
         result,
         # Where this run really started: its first claimed step (else where it would have).
@@ -367,13 +368,13 @@ def _run_steps(
         if view.complete or outcome.closed
         else (
             start
-            if (start := view.next_start) in failed_ids or view.needs_review
+            if retry is not None or view.needs_review
             else next(iter(outcome.waiting), None) or start
         ),
         next_start_reason=outcome.closed  # `waymark close` while this run went on
         or (
-            failed_reason(view.next_start, view.step(view.next_start).error)
-            if result == "failed" and view.next_start in failed_ids
+            failed_reason(retry.id, retry.error)
+            if result == "failed" and retry is not None
             else waiting_reason(outcome.waiting)
             if outcome.stopped_by == "waiting" and result == "stopped"
             else next_reason(result, outcome.stopped_by, options.max_steps, suspend, run.budget)

@@ -23,11 +23,13 @@ PLAN: dict[str, Any] = {
 NO_SERVER = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
 
 
+def cli(*args: str) -> Any:
+    """`waymark` with no Prefect server to reach (check-ins need none)."""
+    return run_cli(*args, env=NO_SERVER)
+
+
 def test_after_a_rerun_the_action_is_not_done_again(tmp_path: Path) -> None:
     p = str(write_plan(tmp_path, PLAN))
-
-    def cli(*args: str) -> Any:
-        return run_cli(*args, env=NO_SERVER)
 
     assert cli("start", p, "send", "--executor", "a").returncode == 0
     proc = cli("done", p, "send", "--executor", "a", "--receipt", "external_id=inv-1")
@@ -101,9 +103,6 @@ def test_a_renamed_agent_step_finds_its_actions_receipt(tmp_path: Path) -> None:
     """The receipt follows the action: an agent's step renamed after its action was applied is
     told so at `start`, completes without a new receipt, and a second one is refused."""
     p = str(write_plan(tmp_path, PLAN))
-
-    def cli(*args: str) -> Any:
-        return run_cli(*args, env=NO_SERVER)
 
     assert cli("start", p, "send", "--executor", "a").returncode == 0
     proc = cli("done", p, "send", "--executor", "a", "--receipt", "external_id=inv-1")

@@ -43,6 +43,18 @@ def _conflict(ref: str, accepted: str, current: str | None, problem: str) -> dic
     }
 
 
+def _stop(led: Any, step_id: str, branch: str, conflict: dict[str, Any]) -> None:
+    """A stop for review of ``step_id`` over one ref conflict, as a run records it."""
+    led.record(
+        "rv",
+        "step_needs_review",
+        step_id=step_id,
+        branch=branch,
+        reason="conflict",
+        details={"ref": conflict["ref"], "conflicts": [conflict]},
+    )
+
+
 def test_review_decisions(ledger_url: str, tmp_path: Path) -> None:
     plan = _plan(tmp_path)
     led_args = ("--ledger", ledger_url)
@@ -50,18 +62,8 @@ def test_review_decisions(ledger_url: str, tmp_path: Path) -> None:
     assert proc.returncode == 2 and "nothing needs review" in proc.stderr  # no ledger yet
     with open_ledger(ledger_url) as led:
         led.record("rv", "accepted_versions", refs={"orders": "o1", "prices": "p1"})
-        for sid, branch, conflicts in (
-            ("a", "main", [_conflict("orders", "o1", "o2", "changed")]),
-            ("b", "side", [_conflict("prices", "p1", None, "unreadable")]),
-        ):
-            led.record(
-                "rv",
-                "step_needs_review",
-                step_id=sid,
-                branch=branch,
-                reason="conflict",
-                details={"ref": conflicts[0]["ref"], "conflicts": conflicts},
-            )
+        _stop(led, "a", "main", _conflict("orders", "o1", "o2", "changed"))
+        _stop(led, "b", "side", _conflict("prices", "p1", None, "unreadable"))
     proc = run_cli("review", str(plan), "--accept", *led_args)
     assert proc.returncode == 2 and "several steps need review (a, b)" in proc.stderr
     assert run_cli("review", str(plan), *led_args).returncode == 2  # no decision given
@@ -115,16 +117,8 @@ def test_review_all_answers_every_stop_at_once(ledger_url: str, tmp_path: Path) 
     led_args = ("--ledger", ledger_url)
     with open_ledger(ledger_url) as led:
         led.record("rv", "accepted_versions", refs={"orders": "o1", "prices": "p1"})
-        for sid, branch, ref in (("a", "main", "orders"), ("b", "side", "prices")):
-            conflict = _conflict(ref, f"{ref[0]}1", f"{ref[0]}2", "changed")
-            led.record(
-                "rv",
-                "step_needs_review",
-                step_id=sid,
-                branch=branch,
-                reason="conflict",
-                details={"ref": ref, "conflicts": [conflict]},
-            )
+        _stop(led, "a", "main", _conflict("orders", "o1", "o2", "changed"))
+        _stop(led, "b", "side", _conflict("prices", "p1", "p2", "changed"))
     one = run_cli("review", str(plan), "--accept", *led_args)
     assert one.returncode == 2 and "answer them all with --all" in one.stderr
     for bad in (("--abort", "--all"), ("--accept", "--all", "--step", "a")):
