@@ -12,6 +12,7 @@ WaymarkError
 │   │   └── PinUnavailable    the plan's pinned ledger URL cannot be had (variable unset, no block)
 │   ├── LedgerMismatch        the workdir's marker was written with another ledger
 │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
+│   ├── LedgerDamaged         a value in the ledger cannot be read (names the row and field)
 │   ├── BranchBusyError       another run holds the branch's single in_progress slot
 │   ├── TransitionError       a status change the progress rules do not allow
 │   ├── ReceiptConflictError  a receipt's row is not in the state its caller holds
@@ -25,6 +26,7 @@ WaymarkError
 │   └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
 ├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
 ├── UnwritablePathError       a folder a run will write cannot be created or written (checked first)
+├── NotARegularFile           a path waymark would replace is a device, FIFO, link (an OSError)
 ├── MarkerFileError           a marker or view file is not waymark's, or is corrupt
 ├── ExportFileError           an audit export a restore reads is not one (names the line)
 ├── CheckinError              a check-in (`waymark start`, `done`, ...) the ledger refuses (exit 2)
@@ -55,12 +57,14 @@ __all__ = [
     "ShellUnclosed",
     "ExportFileError",
     "ForbiddenActionError",
+    "LedgerDamaged",
     "LedgerError",
     "LedgerMismatch",
     "LedgerNotFound",
     "LedgerUrlError",
     "LedgerVersionError",
     "MarkerFileError",
+    "NotARegularFile",
     "NeedsReview",
     "OutcomeUnknownError",
     "PinUnavailable",
@@ -181,6 +185,12 @@ class LedgerMismatch(LedgerError):
 
 class LedgerVersionError(LedgerError):
     """The ledger's schema is newer than this version of prefect-waymark understands."""
+
+
+class LedgerDamaged(LedgerError):
+    """A value stored in the ledger cannot be read (a schema version that is not a number, an
+    event whose time, data or kind is not what waymark writes): the message names the ledger,
+    the row and the field. Bad input from the command line (exit 2); nothing is written."""
 
 
 class BranchBusyError(LedgerError):
@@ -304,6 +314,28 @@ class UnwritablePathError(WaymarkError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.what, self.path, self.reason))
+
+
+class NotARegularFile(WaymarkError, OSError):
+    """A path waymark would replace is not a regular file it may write (a device, a FIFO, a
+    socket, a folder, a symbolic link, a read-only file): refused, nothing written, the path left
+    as it was. An ``OSError`` too, so every caller that reports a failed write reports this.
+    Carries ``path`` and ``kind``."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        self.path = path
+        self.kind = kind
+        OSError.__init__(
+            self,
+            f"{path} is {kind}, not a regular file waymark may replace: nothing was written "
+            "to it; name another path or remove it first",
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.kind))
 
 
 class MarkerFileError(WaymarkError):

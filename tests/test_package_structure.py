@@ -178,7 +178,7 @@ def test_no_import_cycles() -> None:
 #: a room imports only rooms before it here (at module level, in functions, for type checks).
 ROOMS = [
     "errors",  # the one error tree
-    "_files",  # one atomic file write (imports nothing of the package)
+    "_files",  # one atomic file write (imports only the error tree)
     "models",  # the domain records
     "_lazy",  # the rooms' lazy exports (their ``__init__`` doors use it)
     "prefect_server",  # the local Prefect server waymark starts and finds, the API's address

@@ -1,2 +1,2 @@
-"""Files on disk, below every other room (imports nothing of the package): writing a file
+"""Files on disk, below every other room but the error tree: writing a file
 whole or not at all (:mod:`.atomic`)."""

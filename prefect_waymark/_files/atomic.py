@@ -4,18 +4,52 @@
 what the boundary's ignore list expects) and renames it over the target: a reader sees the old
 file or the whole new one, never part of it. On any failure (Ctrl-C included) the temporary file
 is removed, the target is left as it was, and the error goes on.
+
+Only a regular file is ever replaced (:func:`check_replaceable`): a device, a FIFO, a socket, a
+folder, a symbolic link or a file this process may not write is refused with
+:class:`~prefect_waymark.errors.NotARegularFile` before anything is written — ``os.replace``
+would otherwise turn ``/dev/null`` into a plain file.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_file", "atomic_write", "file_mode"]
+from ..errors import NotARegularFile
+
+__all__ = ["atomic_file", "atomic_write", "check_replaceable", "file_mode"]
+
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_replaceable(path: Path) -> None:
+    """Raise :class:`NotARegularFile` unless ``path`` is absent or a regular file this process
+    may write. A link is refused, not followed: replacing it would cut it, and writing through
+    it would reach a file outside the folder the user named."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    for test, kind in _KINDS:
+        if test(mode):
+            raise NotARegularFile(str(path), kind)
+    if not stat.S_ISREG(mode):
+        raise NotARegularFile(str(path), "a special file")
+    if not mode & 0o222 or not os.access(path, os.W_OK):  # root may write any: the bits say
+        raise NotARegularFile(str(path), "a read-only file")
 
 
 def file_mode() -> int:
@@ -37,7 +71,9 @@ def atomic_file(path: Path, *, mode: int | None = None, fsync: bool = False) -> 
     """A binary file to write ``path``'s new content to; renamed over ``path`` when the block
     ends without an error. ``mode``: its mode bits (default: ``mkstemp``'s 0600, the owner's
     only); ``fsync``: on disk before the rename, so a crash of the machine leaves the old
-    content or the new one. The folder must exist."""
+    content or the new one. The folder must exist; ``path`` must be absent or a regular file
+    (:func:`check_replaceable`), checked before and again just before the rename."""
+    check_replaceable(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -47,6 +83,7 @@ def atomic_file(path: Path, *, mode: int | None = None, fsync: bool = False) -> 
                 os.fchmod(fh.fileno(), mode)
             if fsync:
                 os.fsync(fh.fileno())
+        check_replaceable(path)  # a FIFO or link put there while the content was written
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

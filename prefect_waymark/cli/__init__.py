@@ -3,7 +3,10 @@ and the command modules load when ``app`` is first asked for."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import errno
+import os
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .._lazy import _lazy_exports
 
@@ -12,12 +15,61 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "main"]
 
+#: What a write to a closed pipe, a full disk or a gone terminal raises.
+_STDOUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
+
 
 def main() -> None:
-    """The ``waymark`` console script."""
+    """The ``waymark`` console script. A standard output that is closed (``| head``) or full
+    (``> /dev/full``) ends the command cleanly: quietly for a closed pipe, one line on stderr
+    and exit 1 when output was lost — never a traceback."""
+    from ..errors import LedgerDamaged
     from .commands import app
 
-    app()
+    out = sys.stdout = _Stdout(sys.stdout)
+    try:
+        try:
+            app()
+        finally:  # a full disk is found here, not by the interpreter's own flush at exit
+            sys.stdout.flush()
+    except LedgerDamaged as exc:  # found while reading, by any command: bad input
+        print(f"waymark: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _STDOUT_ERRNOS:
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # the exit's flush too
+        if exc.errno == errno.EPIPE:  # the reader has what it wanted
+            sys.exit(0)
+        where = "standard output" if out.failed is exc else "a file"
+        print(f"waymark: cannot write to {where}: {exc.strerror}", file=sys.stderr)
+        sys.exit(1)
+
+
+class _Stdout:
+    """``sys.stdout``, noting a write or flush that failed, so the error is known to be
+    standard output's (a closed pipe, a full disk) and not a file's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            self.failed = exc
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            self.failed = exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 __getattr__ = _lazy_exports(__name__, {"app": ".commands"})

@@ -74,7 +74,7 @@ def export(
         try:
             write_export_file(everything, output)
         except OSError as exc:
-            fail(f"--output {output}: cannot write it: {exc.strerror}")
+            fail(f"--output {output}: cannot write it: {exc.strerror or exc}")
     print(
         f"exported plan {spec.plan_id!r}: {counts['events']} events ({counts['markers']} "
         f"markers), {counts['receipts']} receipts, up to seq {header['last_seq']}, to {output}",
@@ -92,8 +92,15 @@ def _check_output(output: Path, url: str, plan_id: str, force: bool) -> None:
         fail(f"--output {output}: is a folder; name a file")
     if not output.parent.is_dir():
         fail(f"--output {output}: no such folder {output.parent}")
-    target = output.resolve()
     elsewhere = f"write it elsewhere, e.g. -o {plan_id}.jsonl"
+    from .._files.atomic import check_replaceable
+    from ..errors import NotARegularFile
+
+    try:
+        check_replaceable(output)  # never /dev/null, a FIFO or a link turned into a plain file
+    except NotARegularFile as exc:
+        fail(f"--output {output}: is {exc.kind}; waymark replaces only regular files; {elsewhere}")
+    target = output.resolve()
     db = sqlite_path(url)
     if db is not None:
         db = db.resolve()

@@ -58,7 +58,7 @@ def run_from_cli(
     """Check the run's options before Prefect starts (a bad input: exit 2, one line, no flow
     run; run/options.py), run the plan in a flow run that takes them, and map its end to
     an exit code."""
-    from ..errors import WaymarkError
+    from ..errors import LedgerDamaged, WaymarkError
     from ..run.options import check_run
 
     executor = executor or default_executor()
@@ -110,6 +110,9 @@ def run_from_cli(
         )
         return summary.exit_code
     found = summary_from_state(state)
+    if isinstance(found, LedgerDamaged):  # the ledger, not a step: bad input
+        print(f"waymark: {found}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     if isinstance(found, BaseException):
         summary = _recorded_summary(plan_path, wd, ledger_url, executor, since)
         if summary is None:

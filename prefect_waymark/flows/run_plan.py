@@ -17,12 +17,13 @@ from typing import Any
 
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
+from prefect.states import Failed
 from pydantic import InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 
 from ..agents.flow_suspend import record_checkin_suspension
 from ..boundary import RunBoundary
-from ..errors import PlanRunFailed
+from ..errors import LedgerDamaged, PlanRunFailed
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
 from ..guards.observers import RunObserver
@@ -154,34 +155,13 @@ def _run(options: RunOptions, logger: Any) -> dict[str, Any]:
     runner = loop_runner(options.task_runner, options.dask_address)  # made, not started
     storage = options.result_storage
     storage = as_storage(storage) if storage else default_result_storage(wd)
-    fr_id = flow_run.get_id()
     ledger, sends = open_ledger(options.ledger_url), RunSends()  # sends: the artifacts' threads
     try:
-        history = marker_history(ledger, spec.plan_id)
-        states = ledger.step_states(spec.plan_id)
-        start_view = build_view(spec, states)  # where the run starts; also the guards' view
-        run = RunRecord(
-            options=options,
-            ledger=ledger,
-            logger=logger,
-            run_id=run_id_of_execution(ledger, spec.plan_id, str(fr_id))
-            if fr_id
-            else uuid.uuid4().hex,
-            flow_run_id=str(fr_id) if fr_id else None,
-            executor=options.executor or flow_executor(),
-            started_at=utcnow().isoformat(),
-            started_from=history[-1]["next_start"]["step"]
-            if history
-            else start_view.next_step
-            if start_view is not None
-            else None,
-            storage=storage,
-            runner=runner,
-            boundary=RunBoundary.begin(spec, ledger, wd, options.markers_folder, logger),
-            # A deployment's budget is per schedule slot: runs triggered together share it.
-            budget=slot_budget(ledger, spec.plan_id, options.max_steps),
-        )
-        _record_start(run)
+        try:
+            run, states, start_view = _begin(options, ledger, logger, storage, runner)
+        except LedgerDamaged as exc:  # found before the run recorded its start: one line
+            logger.error("%s; nothing was recorded", exc)
+            return Failed(message=str(exc), data=exc)  # type: ignore[return-value]
         try:
             summary, states, view, suspend = _run_steps(run, states=states, start_view=start_view)
         except BaseException as exc:  # an error, Ctrl-C or SIGTERM: the run still ends on record
@@ -200,6 +180,35 @@ def _run(options: RunOptions, logger: Any) -> dict[str, Any]:
         sends.end()  # every send of this run done (or logged) before the run ends
         ledger.close()
     return end  # type: ignore[return-value]  # Prefect hands callers the State's data
+
+
+def _begin(
+    options: RunOptions, ledger: Any, logger: Any, storage: Any, runner: Any
+) -> tuple[RunRecord, dict[str, StepState], PlanView]:
+    """Read where the plan stands and record the run's start: the run, the steps' states and
+    the view the run starts from. A damaged ledger raises here, before anything is recorded."""
+    spec, wd = options.spec, options.workdir
+    fr_id = flow_run.get_id()
+    history = marker_history(ledger, spec.plan_id)
+    states = ledger.step_states(spec.plan_id)
+    start_view = build_view(spec, states)  # where the run starts; also the guards' view
+    run = RunRecord(
+        options=options,
+        ledger=ledger,
+        logger=logger,
+        run_id=run_id_of_execution(ledger, spec.plan_id, str(fr_id)) if fr_id else uuid.uuid4().hex,
+        flow_run_id=str(fr_id) if fr_id else None,
+        executor=options.executor or flow_executor(),
+        started_at=utcnow().isoformat(),
+        started_from=history[-1]["next_start"]["step"] if history else start_view.next_step,
+        storage=storage,
+        runner=runner,
+        boundary=RunBoundary.begin(spec, ledger, wd, options.markers_folder, logger),
+        # A deployment's budget is per schedule slot: runs triggered together share it.
+        budget=slot_budget(ledger, spec.plan_id, options.max_steps),
+    )
+    _record_start(run)
+    return run, states, start_view
 
 
 def _record_start(run: RunRecord) -> None:

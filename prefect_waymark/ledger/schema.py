@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LedgerVersionError
+from ..errors import LedgerDamaged, LedgerVersionError
 from .event_kinds import EventKind
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ __all__ = [
     "event_from_row",
     "event_values",
     "kind_names",
+    "schema_version_of",
 ]
 
 #: The version of this schema, stored in ``waymark_meta`` under :data:`SCHEMA_VERSION_KEY`.
@@ -57,10 +58,36 @@ def event_fields(row: Any) -> dict[str, Any]:
 
 
 def event_from_row(row: Any) -> ProgressEvent:
-    """An event from its row (a row of every column of the events table)."""
+    """An event from its row (a row of every column of the events table); a row waymark could
+    not have written is :class:`LedgerDamaged`, naming its ``seq`` and what is wrong."""
     from .events import ProgressEvent
 
-    return ProgressEvent(**event_fields(row))
+    try:
+        return ProgressEvent(**event_fields(row))
+    except (ValueError, TypeError, KeyError) as exc:  # JSON, a time, pydantic: all ValueErrors
+        raise LedgerDamaged(
+            f"the ledger's event seq {getattr(row, 'seq', '?')} (plan "
+            f"{getattr(row, 'plan_id', '?')!r}, kind {getattr(row, 'kind', '?')!r}) cannot be "
+            f"read: {_first_line(exc)}; restore the ledger from a backup or from an export "
+            "(see `waymark restore --help`)"
+        ) from None
+
+
+def schema_version_of(value: object, where: str) -> int:
+    """The stored schema version as a number, or :class:`LedgerDamaged` naming what is there."""
+    try:
+        return int(str(value))
+    except ValueError:
+        raise LedgerDamaged(
+            f"the ledger {where} has schema_version {str(value)[:40]!r} in its "
+            f"waymark_meta table, not a number: it was not written by prefect-waymark or was "
+            "damaged; restore it from a backup or from an export (see `waymark restore --help`)"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
 
 
 def event_values(ev: ProgressEvent) -> dict[str, Any]:

@@ -76,6 +76,7 @@ from .schema import (
     event_from_row,
     event_values,
     kind_names,
+    schema_version_of,
 )
 from .step_state import (
     StepState,
@@ -228,13 +229,12 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         row = conn.execute(META_VALUE, {"p_key": LEDGER_ID_KEY}).first()
         self.ledger_id = str(row.value) if row is not None else None
 
-    @staticmethod
-    def _version(conn: Connection, *, lock: bool) -> int | None:
+    def _version(self, conn: Connection, *, lock: bool) -> int | None:
         """The stored schema version; with ``lock``, its row locked until the transaction ends
         (PostgreSQL; SQLite holds the write lock already): concurrent migrations queue here."""
         q = META_VALUE_LOCKED if lock else META_VALUE
         row = conn.execute(q, {"p_key": SCHEMA_VERSION_KEY}).first()
-        return None if row is None else int(row.value)
+        return None if row is None else schema_version_of(row.value, self._safe_url())
 
     # -- the connection layer ----------------------------------------------------------------
     @contextmanager

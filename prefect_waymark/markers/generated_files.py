@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._files.atomic import atomic_write, file_mode
-from ..errors import MarkerFileError
+from .._files.atomic import atomic_write, check_replaceable, file_mode
+from ..errors import MarkerFileError, NotARegularFile
 
 __all__ = [
     "GENERATED_BY",
@@ -29,7 +29,12 @@ JSON_FIRST_LINE_PREFIX = '{"generated_by": "prefect-waymark'
 
 
 def is_generated(path: Path) -> bool:
-    """True if ``path`` is absent or was written by waymark (judged by its first line)."""
+    """True if ``path`` is absent or was written by waymark (judged by its first line). A FIFO,
+    a device or a link is never waymark's (and is not opened: a FIFO would block)."""
+    try:
+        check_replaceable(path)
+    except NotARegularFile:
+        return False
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             first = fh.readline()
@@ -43,7 +48,17 @@ def is_generated(path: Path) -> bool:
 
 
 def check_writable(paths: list[Path]) -> None:
-    """Refuse up front if any target exists and is not waymark's."""
+    """Refuse up front if any target exists and is not waymark's: a file of someone else's, or
+    anything that is not a regular file (a device, a FIFO, a link, a read-only file)."""
+    for path in paths:
+        try:
+            check_replaceable(path)
+        except NotARegularFile as exc:
+            raise MarkerFileError(
+                f"refusing to write {path}: it is {exc.kind}, and waymark replaces only regular "
+                "files. Move it away, or choose another folder for waymark's files with "
+                "--markers-dir."
+            ) from None
     foreign = [p for p in paths if not is_generated(p)]
     if foreign:
         names = ", ".join(str(p) for p in foreign)
