@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from ..errors import ExportFileError
 from ..ledger.events import EventKind, ProgressEvent
-from ..ledger.receipts import ReceiptRecord
+from ..ledger.receipts import ReceiptRecord, default_action_key
 from .records import SCHEMA_VERSION, EventLine, HeaderLine, ReceiptLine
 
 __all__ = ["ExportContents", "read_export"]
@@ -109,6 +109,9 @@ class _Reading:
     last_seq: int = 0
     receipts_began: bool = False
     keys: set[str] = field(default_factory=set)
+    #: Plan ids this plan's history was renamed from (``plan_renamed`` events' ``from_plan``):
+    #: their keys (``old/step/action``) are this plan's receipts.
+    former_ids: set[str] = field(default_factory=set)
 
 
 def _line(contents: ExportContents, text: str, reading: _Reading) -> str | None:
@@ -121,38 +124,62 @@ def _line(contents: ExportContents, text: str, reading: _Reading) -> str | None:
         return "expected a JSON object"
     kind = doc.get("type")
     if kind in ("event", "marker"):
-        try:
-            line = EventLine.model_validate(doc)
-        except ValidationError as exc:
-            return _where(exc)
-        if reading.receipts_began:
-            return f"type: {line.type!r} after a receipt line; {_ORDER}"
-        if line.seq <= reading.last_seq:
-            return (
-                f"seq: {line.seq} after {reading.last_seq}: expected the events in rising seq order"
-            )
-        if (line.type == "marker") != (line.kind == EventKind.marker_written):
-            return (
-                f"type: {line.type!r} with kind {line.kind.value!r}: a marker line is "
-                "exactly a marker_written event"
-            )
-        reading.last_seq = line.seq
-        contents.events.append(line.to_event(contents.header.plan_id))
-        return None
+        return _event_line(contents, doc, reading)
     if kind == "receipt":
-        try:
-            rec = ReceiptLine.model_validate(doc)
-        except ValidationError as exc:
-            return _where(exc)
-        reading.receipts_began = True
-        if rec.key in reading.keys:
-            return f"key: {rec.key!r} twice: a receipt row per idempotency key"
-        reading.keys.add(rec.key)
-        contents.receipts.append(rec.to_record(contents.header.plan_id))
-        return None
+        return _receipt_line(contents, doc, reading)
     if kind == "header":
         return f"type: a second header line; {_ORDER}"
     return f"type: {kind!r}; expected 'event', 'marker' or 'receipt'"
+
+
+def _event_line(contents: ExportContents, doc: dict[str, Any], reading: _Reading) -> str | None:
+    try:
+        line = EventLine.model_validate(doc)
+    except ValidationError as exc:
+        return _where(exc)
+    if reading.receipts_began:
+        return f"type: {line.type!r} after a receipt line; {_ORDER}"
+    if line.seq <= reading.last_seq:
+        return f"seq: {line.seq} after {reading.last_seq}: expected the events in rising seq order"
+    if (line.type == "marker") != (line.kind == EventKind.marker_written):
+        return (
+            f"type: {line.type!r} with kind {line.kind.value!r}: a marker line is "
+            "exactly a marker_written event"
+        )
+    reading.last_seq = line.seq
+    event = line.to_event(contents.header.plan_id)
+    if event.kind == EventKind.plan_renamed and isinstance(event.data.get("from_plan"), str):
+        reading.former_ids.add(event.data["from_plan"])
+    contents.events.append(event)
+    return None
+
+
+def _receipt_line(contents: ExportContents, doc: dict[str, Any], reading: _Reading) -> str | None:
+    try:
+        rec = ReceiptLine.model_validate(doc)
+    except ValidationError as exc:
+        return _where(exc)
+    reading.receipts_began = True
+    if rec.key in reading.keys:
+        return f"key: {rec.key!r} twice: a receipt row per idempotency key"
+    reading.keys.add(rec.key)
+    if (other := _other_plans_key(rec, contents.header.plan_id, reading)) is not None:
+        return (
+            f"key: {rec.key!r} is the key of plan {other!r} (its step {rec.step_id!r}), not "
+            f"of plan {contents.header.plan_id!r}: a restore never plants a receipt that "
+            "would hold another plan's action"
+        )
+    contents.receipts.append(rec.to_record(contents.header.plan_id))
+    return None
+
+
+def _other_plans_key(rec: ReceiptLine, plan_id: str, reading: _Reading) -> str | None:
+    """The other plan whose default key (``plan/step/action``) ``rec`` carries, if any. A key a
+    step chose itself is the plan's own choice; the default shape names its plan."""
+    owner = rec.key.split("/", 1)[0]
+    if owner == plan_id or owner in reading.former_ids:
+        return None
+    return owner if rec.key == default_action_key(owner, rec.step_id, rec.action) else None
 
 
 def _counts(path: Path, contents: ExportContents) -> list[str]:

@@ -109,6 +109,10 @@ def _bad_files(lines: list[str]) -> dict[str, tuple[list[str], str]]:
         "seq_sqlite": (_edit(lines, 2, seq=2**63), "{f}:2: seq: "),
         "seq_postgres": (_edit(lines, 2, seq=2**31), "{f}:2: seq: "),
         "key_long": (_edit(lines, last, key="k" * 401), f"{{f}}:{last}: key: "),
+        "key_of_another_plan": (  # would hold plan victim's action `pay` in the new ledger
+            _edit(lines, last, key="victim/pay/pay"),
+            f"{{f}}:{last}: key: 'victim/pay/pay' is the key of plan 'victim' (its step 'pay')",
+        ),
         "ledger_id_long": (_edit(lines, 1, ledger_id="x" * 257), "{f}:1: ledger_id: "),
         "ledger_id_empty": (_edit(lines, 1, ledger_id=""), "{f}:1: ledger_id: "),
         "plan_id": (_edit(lines, 1, plan_id="../../etc/passwd"), "{f}:1: plan_id: "),
@@ -140,6 +144,7 @@ BAD_CASES = (
     "seq_sqlite",
     "seq_postgres",
     "key_long",
+    "key_of_another_plan",
     "ledger_id_long",
     "ledger_id_empty",
     "plan_id",
@@ -269,6 +274,23 @@ def test_an_export_of_a_renamed_plan_restores_the_rename(tmp_path: Path) -> None
         with pytest.raises(LedgerError, match="renamed to 'new'"):
             led.record("old", EventKind.step_started, step_id="c", run_id="r9")
         assert led.events("old")[-1].kind == EventKind.plan_renamed
+
+
+def test_a_renamed_plans_receipts_keep_their_old_keys_through_a_restore(tmp_path: Path) -> None:
+    """Receipts carried over by `rename-plan` keep the old id in their keys (old/pay/pay):
+    they are this plan's own, not another plan's, and restore takes them."""
+    plan = write_plan(tmp_path / "proj", {**PLAN_DOC, "plan_id": "old"})
+    with open_ledger(f"sqlite:///{plan.parent / '.waymark' / 'ledger.db'}") as led:
+        record_history(led, plan)
+        led.rename_plan("old", "new", by="tester")
+    renamed = write_plan(tmp_path / "proj", {**PLAN_DOC, "plan_id": "new"})
+    lines = export_to(renamed, tmp_path / "new.jsonl")
+    assert json.loads(lines[-1])["key"] == "old/pay/pay"
+    restored = f"sqlite:///{tmp_path / 'restored.db'}"
+    proc = cli("restore", str(tmp_path / "new.jsonl"), "--ledger", restored)
+    assert proc.returncode == 0, proc.stderr
+    with open_ledger(restored, create=False) as led:
+        assert [r.key for r in led.receipts("new", "pay")] == ["old/pay/pay"]
 
 
 def test_empty_lines_at_the_end_are_fine(good_lines: list[str], tmp_path: Path) -> None:
