@@ -26,7 +26,7 @@ _ORDER = (
     "next_start",
     "result",
     "started_from",
-    "skipped_steps",
+    "skipped_count",
     "failed_steps",
     "receipts",
     "state_refs",
