@@ -104,7 +104,10 @@ def marker_command(
                 n = rebuild_marker_files(spec, led, folder)
             except MarkerFileError as exc:
                 fail(str(exc))
-            print(f"rebuilt waymark's files in {folder} from {n} runs in the ledger")
+            print(
+                f"rebuilt waymark's files in {folder} from the ledger ({n} runs in the marker "
+                f"file: the newest; every run: `waymark marker {plan_path} --history`)"
+            )
             return exit_codes.OK
     if not markers:
         print(f"plan {spec.plan_id}: no run recorded yet", file=sys.stderr)

@@ -157,7 +157,7 @@ def _run(options: RunOptions, logger: Any) -> dict[str, Any]:
     fr_id = flow_run.get_id()
     ledger, sends = open_ledger(options.ledger_url), RunSends()  # sends: the artifacts' threads
     try:
-        history = marker_history(ledger, spec.plan_id)
+        history = marker_history(ledger, spec.plan_id, last=1)  # the last run's next start
         states = ledger.step_states(spec.plan_id)
         start_view = build_view(spec, states)  # where the run starts; also the guards' view
         run = RunRecord(

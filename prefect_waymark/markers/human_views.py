@@ -135,8 +135,18 @@ def _run_section(steps: dict[str, StepSpec], marker: dict[str, Any], index: int)
     return lines
 
 
-def implementation_log_md(plan: PlanSpec, history: list[dict[str, Any]], view: PlanView) -> str:
+def implementation_log_md(
+    plan: PlanSpec, history: list[dict[str, Any]], view: PlanView, *, capped: bool = False
+) -> str:
+    """The runs' log; ``capped``: ``history`` is the newest runs only, as the marker file keeps
+    them (the whole history is in the ledger)."""
     lines = [GENERATED_LINE, f"# Implementation log — {plan.title or plan.plan_id}", ""]
+    if capped:
+        lines += [
+            f"The newest {len(history)} runs, numbered from the oldest of them; every run: "
+            f"`waymark marker {plan.source} --history`.",
+            "",
+        ]
     steps = {s.id: s for s in plan.steps} if history else {}  # once: not once per run
     for i, marker in enumerate(history, start=1):
         lines += _run_section(steps, marker, i) + [""]

@@ -138,6 +138,10 @@ def build_marker(
     }
 
 
-def marker_history(ledger: Ledger, plan_id: str) -> list[dict[str, Any]]:
-    """Every marker of the plan, oldest first, as recorded in the ledger."""
-    return [dict(e.data) for e in ledger.events(plan_id, kinds=[EventKind.marker_written])]
+def marker_history(
+    ledger: Ledger, plan_id: str, *, last: int | None = None
+) -> list[dict[str, Any]]:
+    """Every marker of the plan, oldest first, as recorded in the ledger; ``last``: only the
+    newest ``last`` (what a run reads: its cost does not grow with the runs before it)."""
+    kinds = [EventKind.marker_written]
+    return [dict(e.data) for e in ledger.events(plan_id, kinds=kinds, last=last)]
