@@ -100,6 +100,7 @@ def measure_history(runs: int = 10_000, repeat: int = 3) -> dict[str, float]:
                 for side in ("short", "long"):
                     sides[side].append(_one_run(plans[side]))
             marker = plans["long"].parent / "EXECUTION_MARKER.json"
+            marker_kb = marker.stat().st_size / 1024 if marker.exists() else -1.0
             ledger_mb = (plans["long"].parent / ".waymark" / "ledger.db").stat().st_size / 2**20
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -118,7 +119,7 @@ def measure_history(runs: int = 10_000, repeat: int = 3) -> dict[str, float]:
         "history_time_ratio": round(time_ratio, 3),
         "history_memory_ratio": round(memory_ratio, 3),
         "history_10k_ratio": round(max(time_ratio, memory_ratio), 3),
-        "history_marker_kb": round(marker.stat().st_size / 1024, 1) if marker.exists() else -1.0,
+        "history_marker_kb": round(marker_kb, 1),
         "history_ledger_mb": round(ledger_mb, 1),
     }
 
