@@ -16,6 +16,10 @@ Run: ``.venv/bin/python bench/bench_scale.py [--sizes 10,100,1000,10000] [--repe
   ``run5_later_ratio_10k_vs_10``: the same of each plan's second run (a later day's; no goal).
 * ``run1_history_ratio``: a 1-step run of a 10,000-step plan after ``--history`` (20) earlier runs
   / after one (no goal: a flat history is 1.0x).
+* ``history_10k_ratio``: ``waymark run --max-steps 1`` (whole process) after ``--history-runs``
+  (10,000) earlier runs, synthesized through the ledger API, / after one: the larger of the
+  time and peak-memory ratios (``bench/history_run.py``). Goal: <= 1.2x; ``history_marker_kb``
+  (the marker file then): <= 1 MB.
 
 The unsuffixed ratios are at the largest size; ``*_seconds_N`` and ``*_N`` are per size.
 Each is the median over interleaved repeats. With ``--json`` the last line of stdout is one
@@ -42,6 +46,7 @@ GOALS = {
     "status_json_ratio_vs_sqlite": 3.0,
     "status_json_vs_bare_python": 5.0,
     "run5_ratio_10k_vs_10": 1.2,
+    "history_10k_ratio": 1.2,
 }
 
 
@@ -58,6 +63,17 @@ def _run5(sizes: list[int], repeat: int, history: int) -> dict[str, Any]:
         return {"run5_missing": f"measure_run5 failed: {exc!r}"}
 
 
+def _history_runs(runs: int, repeat: int) -> dict[str, Any]:
+    """The long-history part (bench/history_run.py); missing if it cannot run."""
+    try:
+        from history_run import measure_history
+
+        return dict(measure_history(runs, repeat))
+    except Exception as exc:  # noqa: BLE001 - report the other parts anyway
+        traceback.print_exc()
+        return {"history_missing": f"measure_history failed: {exc!r}"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--sizes", default="10,100,1000,10000", help="plan sizes, comma-separated")
@@ -66,6 +82,9 @@ def main() -> None:
     ap.add_argument("--no-run", action="store_true", help="leave out the 5-step run part")
     ap.add_argument(
         "--history", type=int, default=20, help="earlier runs for run1_history_ratio (0: none)"
+    )
+    ap.add_argument(
+        "--history-runs", type=int, default=10_000, help="runs for history_10k_ratio (0: none)"
     )
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = ap.parse_args()
@@ -82,6 +101,10 @@ def main() -> None:
     else:
         print("\n== a 5-step run against plan size ==", flush=True)
         result.update(_run5(sizes, args.repeat, args.history))
+
+    if args.history_runs:
+        print(f"\n== a run after {args.history_runs:,} runs vs after one ==", flush=True)
+        result.update(_history_runs(args.history_runs, max(args.repeat, 3)))
 
     print("\n== goals ==")
     for key, goal in GOALS.items():

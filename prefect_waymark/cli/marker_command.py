@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..ledger.event_payloads import skip_counts
 from ..run import exit_codes
 from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
 
@@ -21,7 +22,7 @@ def _print_marker(m: dict[str, Any]) -> None:
     print(f"{m['executed_at']}  {m['result']:<12} by {m['executor']}")
     print(f"  started from: {m.get('started_from') or 'the beginning'}")
     print(f"  executed: {', '.join(m['executed_steps']) or 'none'}")
-    print(f"  skipped: {len(m['skipped_steps'])}; failed: {', '.join(m['failed_steps']) or 'none'}")
+    print(f"  skipped: {skip_counts(m)[0]}; failed: {', '.join(m['failed_steps']) or 'none'}")
     for o in m.get("outputs", []):
         print(f"  output: {o['path']} sha256 {o['sha256'][:16]}")
     for r in m.get("receipts", []):
@@ -103,7 +104,10 @@ def marker_command(
                 n = rebuild_marker_files(spec, led, folder)
             except MarkerFileError as exc:
                 fail(str(exc))
-            print(f"rebuilt waymark's files in {folder} from {n} runs in the ledger")
+            print(
+                f"rebuilt waymark's files in {folder} from the ledger ({n} runs in the marker "
+                f"file: the newest; every run: `waymark marker {plan_path} --history`)"
+            )
             return exit_codes.OK
     if not markers:
         print(f"plan {spec.plan_id}: no run recorded yet", file=sys.stderr)

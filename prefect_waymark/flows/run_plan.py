@@ -189,7 +189,7 @@ def _begin(
     the view the run starts from. A damaged ledger raises here, before anything is recorded."""
     spec, wd = options.spec, options.workdir
     fr_id = flow_run.get_id()
-    history = marker_history(ledger, spec.plan_id)
+    history = marker_history(ledger, spec.plan_id, last=1)  # the last run's next start
     states = ledger.step_states(spec.plan_id)
     start_view = build_view(spec, states)  # where the run starts; also the guards' view
     run = RunRecord(
@@ -362,14 +362,16 @@ def _run_steps(
             )
     start = view.next_start  # a step in review, else the failed step to retry, else the next
     retry = failed_start(view, start)
+    left_out = {s for s, st in states.items() if st.skipped is not None}
     summary = run.summary(
         result,
         # Where this run really started: its first claimed step (else where it would have).
         started_from=outcome.started[0] if outcome.started else run.started_from,
         executed_steps=outcome.executed,
         cached_steps=outcome.cached,
-        skipped_steps=outcome.skipped,
-        left_out={s: st.skipped for s, st in states.items() if st.skipped is not None},
+        # counts: what this run passed over as done before, and what `waymark skip` left out
+        skipped_count=sum(1 for s in outcome.skipped if s not in left_out),
+        left_out_count=len(left_out),
         failed_steps=outcome.failed + outcome.refused,
         interrupted_steps=report.interrupted + outcome.interrupted,
         needs_review=view.needs_review,

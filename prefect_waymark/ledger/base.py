@@ -82,7 +82,12 @@ class LedgerReader(Protocol):
     ledger_id: str | None
 
     def events(
-        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
+        self,
+        plan_id: str,
+        *,
+        after_seq: int = 0,
+        kinds: Iterable[EventKind | str] | None = None,
+        last: int | None = None,
     ) -> list[ProgressEvent]: ...
 
     def last_event(
@@ -124,9 +129,16 @@ class Ledger(ReceiptStore):
 
     @abstractmethod
     def events(
-        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
+        self,
+        plan_id: str,
+        *,
+        after_seq: int = 0,
+        kinds: Iterable[EventKind | str] | None = None,
+        last: int | None = None,
     ) -> list[ProgressEvent]:
-        """Events of a plan in append order."""
+        """Events of a plan in append order; ``last``: only the newest ``last`` of them (still
+        in append order), read without reading the older ones — what a run reads of a long
+        history (its markers, its recent runs) stays the same size however long it gets."""
 
     @abstractmethod
     def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:

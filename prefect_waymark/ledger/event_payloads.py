@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "StepStartedData",
     "StepStoppedData",
     "StepWaitingData",
+    "skip_counts",
 ]
 
 
@@ -109,7 +111,7 @@ class _RunFinishedRequired(TypedDict):
     started_from: str | None
     executed_steps: list[str]
     cached_steps: list[str]
-    skipped_steps: list[str]
+    skipped_count: int  # steps passed over as completed before this run (a count, not a list)
     failed_steps: list[str]
     interrupted_steps: list[str]
     needs_review: list[dict[str, Any]]
@@ -123,6 +125,10 @@ class RunFinishedData(_RunFinishedRequired, total=False):
 
     boundary: RunBoundaryData
     metrics: dict[str, Any]
+    left_out_count: int  # the plan's steps left out with `waymark skip` as the run ended
+    # Ledgers written before counts hold lists (read by :func:`skip_counts`, never written):
+    # every step skipped, left-out ones included, and the left-out ones with their reasons.
+    skipped_steps: list[str]
     left_out: dict[str, str]
 
 
@@ -138,7 +144,7 @@ class _MarkerWrittenRequired(TypedDict):
     flow_run_id: str | None
     started_from: str | None
     executed_steps: list[str]
-    skipped_steps: list[str]
+    skipped_count: int  # as in run_finished: a count (older markers: ``skipped_steps``)
     failed_steps: list[str]
     outputs: list[dict[str, str]]
     receipts: list[dict[str, Any]]
@@ -157,7 +163,9 @@ class MarkerWrittenData(_MarkerWrittenRequired, total=False):
 
     metrics: dict[str, Any]
     boundary: RunBoundaryData | None
-    left_out: dict[str, str]  # the plan's steps left out with `waymark skip`: step -> reason
+    left_out_count: int  # the plan's steps left out with `waymark skip` as the run ended
+    skipped_steps: list[str]  # older markers (read by :func:`skip_counts`, never written)
+    left_out: dict[str, str]  # older markers: step -> reason
 
 
 class StepStartedData(TypedDict):
@@ -398,3 +406,15 @@ class ImportedData(TypedDict):
     source_path: str
     source_sha256: str
     completed: list[str]
+
+
+def skip_counts(data: Mapping[str, Any]) -> tuple[int, int]:
+    """A ``run_finished`` or ``marker_written`` payload's counts: the steps skipped as done
+    before the run, and the steps left out with ``waymark skip``. Payloads written before
+    counts hold lists instead (``skipped_steps``, every step passed over, left-out ones
+    included; ``left_out``, step -> reason): they read as the same counts."""
+    if "skipped_count" in data:
+        return int(data["skipped_count"]), int(data.get("left_out_count") or 0)
+    left_out = data.get("left_out") or {}
+    skipped = [s for s in data.get("skipped_steps") or [] if s not in left_out]
+    return len(skipped), len(left_out)

@@ -37,12 +37,13 @@ def light_events(
     *,
     run_id: str | None = None,
     after_seq: int = 0,
+    last: int | None = None,
 ) -> list[ProgressEvent]:
-    """``ledger.events(plan_id, after_seq=..., kinds=...)`` of ``run_id`` only (if given), each
-    without :data:`HEAVY_KEYS` in its data."""
+    """``ledger.events(plan_id, after_seq=..., kinds=..., last=...)`` of ``run_id`` only (if
+    given), each without :data:`HEAVY_KEYS` in its data."""
     return [
         _without_heavy(e)
-        for e in ledger.events(plan_id, after_seq=after_seq, kinds=list(kinds))
+        for e in ledger.events(plan_id, after_seq=after_seq, kinds=list(kinds), last=last)
         if run_id is None or e.run_id == run_id
     ]
 

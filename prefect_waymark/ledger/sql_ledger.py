@@ -413,11 +413,20 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
 
     # -- reads ---------------------------------------------------------------------------
     def events(
-        self, plan_id: str, *, after_seq: int = 0, kinds: Iterable[EventKind | str] | None = None
+        self,
+        plan_id: str,
+        *,
+        after_seq: int = 0,
+        kinds: Iterable[EventKind | str] | None = None,
+        last: int | None = None,
     ) -> list[ProgressEvent]:
         q = select(EVENTS).where(EVENTS.c.plan_id == plan_id, EVENTS.c.seq > after_seq)
         if kinds is not None:
             q = q.where(EVENTS.c.kind.in_(kind_names(kinds)))
+        if last is not None:  # the newest, by the (plan_id, kind, seq) index, then in order
+            q = q.order_by(EVENTS.c.seq.desc()).limit(max(last, 0))
+            with self._read() as conn:
+                return [event_from_row(r) for r in conn.execute(q)][::-1]
         with self._read() as conn:
             return [event_from_row(r) for r in conn.execute(q.order_by(EVENTS.c.seq))]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ledger.event_payloads import skip_counts
 from ..ledger.progress_view import PlanView
 from ..plan.spec import PlanSpec, StepSpec
 from ..text.markdown import cell
@@ -97,17 +98,17 @@ def state_md(
 
 
 def _run_section(steps: dict[str, StepSpec], marker: dict[str, Any], index: int) -> list[str]:
+    skipped, left_out = skip_counts(marker)  # counts (older markers: lists, read as counts)
     lines = [
         f"## Run {index}: {marker['executed_at']} — {marker['result']}",
         "",
         f"- executor: {marker['executor']}; flow run: {marker.get('flow_run_id') or '-'}",
         f"- started from: {marker.get('started_from') or 'the beginning'}",
         f"- ran: {', '.join(marker['executed_steps']) or 'nothing'}",
-        f"- skipped (done before): "
-        f"{len([s for s in marker['skipped_steps'] if s not in marker.get('left_out', {})])}",
+        f"- skipped (done before): {skipped}",
     ]
-    if marker.get("left_out"):
-        lines.append(f"- left out (waymark skip): {', '.join(marker['left_out'])}")
+    if left_out:
+        lines.append(f"- left out (waymark skip): {left_out}")
     if marker["failed_steps"]:
         lines.append(f"- failed: {', '.join(marker['failed_steps'])}")
     verified: list[str] = []
@@ -134,8 +135,18 @@ def _run_section(steps: dict[str, StepSpec], marker: dict[str, Any], index: int)
     return lines
 
 
-def implementation_log_md(plan: PlanSpec, history: list[dict[str, Any]], view: PlanView) -> str:
+def implementation_log_md(
+    plan: PlanSpec, history: list[dict[str, Any]], view: PlanView, *, capped: bool = False
+) -> str:
+    """The runs' log; ``capped``: ``history`` is the newest runs only, as the marker file keeps
+    them (the whole history is in the ledger)."""
     lines = [GENERATED_LINE, f"# Implementation log — {plan.title or plan.plan_id}", ""]
+    if capped:
+        lines += [
+            f"The newest {len(history)} runs, numbered from the oldest of them; every run: "
+            f"`waymark marker {plan.source} --history`.",
+            "",
+        ]
     steps = {s.id: s for s in plan.steps} if history else {}  # once: not once per run
     for i, marker in enumerate(history, start=1):
         lines += _run_section(steps, marker, i) + [""]

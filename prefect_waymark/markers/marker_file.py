@@ -1,5 +1,9 @@
 """``EXECUTION_MARKER.json``: one entry per run appended, never rewritten; checked against the
-ledger before every append so a corrupt or hand-edited file is refused, and rebuildable."""
+ledger before every append so a corrupt or hand-edited file is refused, and rebuildable.
+
+The file keeps the newest :data:`MARKER_ENTRIES` entries; the whole history stays in the ledger
+(``waymark marker PLAN --history``). A file that grew with every run cost every run its size to
+read, check and write again."""
 
 from __future__ import annotations
 
@@ -12,9 +16,17 @@ from ..ledger.base import LedgerReader
 from ..ledger.urls import shown_url
 from .generated_files import GENERATED_BY, MarkerFileError, atomic_write
 
-__all__ = ["MARKER_FILE", "marker_document", "read_marker_file", "verify_marker_file"]
+__all__ = [
+    "MARKER_ENTRIES",
+    "MARKER_FILE",
+    "marker_document",
+    "read_marker_file",
+    "verify_marker_file",
+]
 
 MARKER_FILE = "EXECUTION_MARKER.json"
+#: How many runs ``EXECUTION_MARKER.json`` keeps: the newest; older ones are in the ledger only.
+MARKER_ENTRIES = 50
 _NOTE = f"{GENERATED_BY}: do not edit; rebuild with `waymark marker PLAN --rebuild`"
 
 
@@ -26,7 +38,7 @@ _ORDER = (
     "next_start",
     "result",
     "started_from",
-    "skipped_steps",
+    "skipped_count",
     "failed_steps",
     "receipts",
     "state_refs",
@@ -54,7 +66,7 @@ def marker_document(
     if closed is not None:
         doc["closed"] = {k: closed.get(k) for k in ("at", "by", "reason", "forced")}
         doc["next_start"] = {"step": None, "why": "the plan is closed"}
-    doc["execution_history"] = [_ordered(e) for e in history]
+    doc["execution_history"] = [_ordered(e) for e in history[-MARKER_ENTRIES:]]
     body = json.dumps(doc, indent=2)
     # The first line says the file is generated (and is how waymark recognises its own file).
     return '{"generated_by": ' + json.dumps(_NOTE) + "," + body[1:] + "\n"
@@ -99,7 +111,12 @@ def verify_marker_file(
     plan_file: str = "PLAN_FILE",
 ) -> None:
     """Refuse a file whose history is not exactly the ledger's (edited by hand, or corrupt), or
-    that was written with another ledger than ``ledger`` (by the ledgers' identities)."""
+    that was written with another ledger than ``ledger`` (by the ledgers' identities).
+
+    ``ledger_history``: the ledger's newest markers, oldest first (a window of the history, at
+    least :data:`MARKER_ENTRIES` long, or all of it). The file's entries are compared with the
+    window's, aligned on the run of the file's last entry (a file may lag the ledger by the runs
+    whose file write a crash cut off); entries older than the window go at the next write."""
     doc = read_marker_file(path)
     if doc is None:
         return
@@ -128,7 +145,8 @@ def verify_marker_file(
             "with no history: `waymark restore <export file> --ledger <new ledger URL> "
             "--keep-identity`."
         )
-    for i, (mine, theirs) in enumerate(zip(ledger_history, history, strict=False)):
+    mine_all, offset = _aligned(ledger_history, history)
+    for i, (mine, theirs) in enumerate(zip(mine_all, history[offset:], strict=False), offset):
         if mine != theirs:
             fields = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
             raise MarkerFileError(
@@ -145,12 +163,33 @@ def verify_marker_file(
             "$WAYMARK_LEDGER_URL) at the plan's ledger; running on an empty one would run every "
             "step, actions included, again."
         )
-    if len(history) > len(ledger_history):
+    if len(history) - offset > len(mine_all):
         raise MarkerFileError(
             f"{path}: has {len(history)} entries, the ledger {len(ledger_history)}: the file "
             "belongs to another ledger (use that ledger, or --markers-dir for this one), or it was "
             "edited; if this ledger is the plan's, rebuild it with `waymark marker PLAN --rebuild`."
         )
+
+
+def _aligned(
+    ledger_history: list[dict[str, Any]], history: list[Any]
+) -> tuple[list[dict[str, Any]], int]:
+    """The ledger's markers the file's entries from ``offset`` on should equal, and that offset:
+    the window up to the run of the file's last entry, its tail as long as the file (the
+    file's older entries, beyond a full window, are not compared). A last entry whose run is
+    not in the window is compared from the window's start, as if the file began there."""
+    last = history[-1] if history else None
+    run_id = last.get("run_id") if isinstance(last, dict) else None
+    ids = [m.get("run_id") for m in ledger_history]
+    if run_id is None or run_id not in ids:
+        return ledger_history, 0
+    end = len(ids) - ids[::-1].index(run_id)
+    mine = ledger_history[:end]
+    if len(history) <= len(mine):
+        return mine[len(mine) - len(history) :], 0
+    if len(ledger_history) < MARKER_ENTRIES:  # the ledger's whole history: the file has more
+        return mine, 0
+    return mine, len(history) - len(mine)
 
 
 def write_marker_file(

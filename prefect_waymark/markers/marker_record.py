@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..ledger import Ledger
+from ..ledger.event_payloads import skip_counts
 from ..ledger.events import REF_EVENT_KINDS, EventKind, ProgressEvent
 from ..ledger.run_hashes import light_events
 from ..ledger.step_state import StepState
@@ -97,6 +98,7 @@ def build_marker(
     if contract is None and isinstance(plan.contract, GoalContract):
         contract = contract_fingerprint(plan.contract)
     finished = datetime.fromisoformat(summary["finished_at"])
+    skipped, left_out = skip_counts(summary)
     nxt = summary.get("next_start")
     return {
         "plan_id": plan.plan_id,
@@ -108,9 +110,10 @@ def build_marker(
         "flow_run_id": summary.get("flow_run_id"),
         "started_from": summary.get("started_from"),
         "executed_steps": executed,
-        "skipped_steps": list(summary.get("skipped_steps", [])),
-        # the plan's steps left out with `waymark skip` (step -> reason), as the run ended
-        "left_out": dict(summary.get("left_out") or {}),
+        # Counts, not lists: what this run passed over as done before, and the plan's steps
+        # left out with `waymark skip` as it ended (`waymark status` names them).
+        "skipped_count": skipped,
+        "left_out_count": left_out,
         "failed_steps": list(summary.get("failed_steps", [])),
         "outputs": outputs,
         "receipts": receipts,
@@ -135,6 +138,10 @@ def build_marker(
     }
 
 
-def marker_history(ledger: Ledger, plan_id: str) -> list[dict[str, Any]]:
-    """Every marker of the plan, oldest first, as recorded in the ledger."""
-    return [dict(e.data) for e in ledger.events(plan_id, kinds=[EventKind.marker_written])]
+def marker_history(
+    ledger: Ledger, plan_id: str, *, last: int | None = None
+) -> list[dict[str, Any]]:
+    """Every marker of the plan, oldest first, as recorded in the ledger; ``last``: only the
+    newest ``last`` (what a run reads: its cost does not grow with the runs before it)."""
+    kinds = [EventKind.marker_written]
+    return [dict(e.data) for e in ledger.events(plan_id, kinds=kinds, last=last)]

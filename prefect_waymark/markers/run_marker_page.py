@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from ..ledger.event_payloads import skip_counts
 from ..ledger.progress_view import PlanView
 from ..ledger.step_state import StepState
 from ..text.human_time import as_datetime, when
@@ -78,7 +79,7 @@ def render_run_marker(
 ) -> str:
     """The Markdown of one run's marker artifact."""
     executed, failed = list(marker["executed_steps"]), list(marker["failed_steps"])
-    skipped = list(marker["skipped_steps"])
+    skipped, _ = skip_counts(marker)
     nxt = marker.get("next_start") or {}
     run_link = link("flow run", flow_run_url(ui_url, marker.get("flow_run_id")))
     page_link = link("the plan page", artifact_url(ui_url, copy.key()))
@@ -100,7 +101,7 @@ def render_run_marker(
                 [
                     len(executed),
                     len(failed),
-                    len([s for s in skipped if s not in (marker.get("left_out") or {})]),
+                    skipped,
                     len(_not_run(marker, view)),
                     len(marker.get("outputs", [])),
                     len(marker.get("receipts", [])),
@@ -110,7 +111,7 @@ def render_run_marker(
     ]
     out += _unsuccessful(failed, view, states)
     out += _reviews(view, now)
-    out += _not_run_section(marker, view, skipped)
+    out += _not_run_section(marker, view)
     out += _ran_section(marker, view)
     out += _receipts(marker, now)
     out += boundary_section(marker)
@@ -134,9 +135,7 @@ def _step_or(step: object, otherwise: str) -> str:
 
 
 def _not_run(marker: Mapping[str, Any], view: PlanView) -> list[str]:
-    seen = (
-        set(marker["executed_steps"]) | set(marker["failed_steps"]) | set(marker["skipped_steps"])
-    )
+    seen = set(marker["executed_steps"]) | set(marker["failed_steps"])
     return [s.id for s in view.steps if s.id not in seen and s.status != "completed"]
 
 
@@ -171,9 +170,19 @@ def _reviews(view: PlanView, now: datetime) -> list[str]:
     return out
 
 
-def _not_run_section(marker: Mapping[str, Any], view: PlanView, skipped: list[str]) -> list[str]:
+def _not_run_section(marker: Mapping[str, Any], view: PlanView) -> list[str]:
+    """The steps this run did not run: the marker holds counts of the skipped and left-out
+    ones (a run's record does not grow with the plan's history); their names come from the
+    view the page is rendered with."""
     rest = _not_run(marker, view)
-    if not rest and not skipped and not marker.get("left_out"):
+    ran = set(marker["executed_steps"])
+    reasons = {s.id: str(s.skipped) for s in view.steps if s.status == "completed" and s.skipped}
+    done_before = [
+        s.id
+        for s in view.steps
+        if s.status == "completed" and s.id not in ran and s.id not in reasons
+    ]
+    if not rest and not done_before and not reasons:
         return []
     out = ["", "## Not run in this run"]
     if rest:
@@ -181,11 +190,7 @@ def _not_run_section(marker: Mapping[str, Any], view: PlanView, skipped: list[st
         out += [f"- {code(sid)} — {_why_not_run(sid, view, marker)}" for sid in rest[:_LISTED]]
         if len(rest) > _LISTED:
             out.append(f"- … and {len(rest) - _LISTED} more")
-    # `waymark skip`: before the run, or while it went on (the marker's left_out)
-    reasons = dict(marker.get("left_out") or {})
-    reasons.update({s: str(view.step(s).skipped) for s in skipped if view.step(s).skipped})
-    left_out = list(reasons)
-    done_before = [s for s in skipped if s not in reasons]
+    left_out = list(reasons)  # `waymark skip`: before the run, or while it went on
     if done_before:
         names = ", ".join(code(s) for s in done_before[:_LISTED])
         more = f" and {len(done_before) - _LISTED} more" if len(done_before) > _LISTED else ""

@@ -18,7 +18,13 @@ from ..plan.spec import PlanSpec
 from .concurrent_sends import wait_sent
 from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
-from .marker_file import MARKER_FILE, read_marker_file, verify_marker_file, write_marker_file
+from .marker_file import (
+    MARKER_ENTRIES,
+    MARKER_FILE,
+    read_marker_file,
+    verify_marker_file,
+    write_marker_file,
+)
 from .marker_record import build_marker, marker_history
 
 if TYPE_CHECKING:
@@ -48,7 +54,10 @@ def markers_folder(plan: PlanSpec, workdir: Path, markers_dir: str | Path | None
 def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> None:
     """Refuse before anything runs if a target file is someone else's or a corrupt marker."""
     check_writable([folder / name for name in VIEW_FILES])
-    history = marker_history(ledger, plan.plan_id) if ledger is not None else []
+    # The ledger's newest markers, twice what the file keeps: a file lags them only by runs a
+    # crash cut off before their file write.
+    window = 2 * MARKER_ENTRIES
+    history = marker_history(ledger, plan.plan_id, last=window) if ledger is not None else []
     verify_marker_file(
         folder / MARKER_FILE, plan.plan_id, history, ledger=ledger, plan_file=plan.source
     )
@@ -57,12 +66,13 @@ def preflight_markers(plan: PlanSpec, ledger: Ledger | None, folder: Path) -> No
 def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path, view: PlanView | None) -> None:
     from ..ledger.plan_close import read_closed
 
-    history = marker_history(ledger, plan.plan_id)
+    history = marker_history(ledger, plan.plan_id, last=MARKER_ENTRIES)  # what the file keeps
     closed = read_closed(ledger, plan.plan_id)  # `waymark close`: the views say nothing is next
     if view is None:
         view = build_view(plan, ledger.step_states(plan.plan_id))
     atomic_write(folder / "TASKS.md", tasks_md(plan, view, closed))
-    atomic_write(folder / "IMPLEMENTATION_LOG.md", implementation_log_md(plan, history, view))
+    log = implementation_log_md(plan, history, view, capped=len(history) == MARKER_ENTRIES)
+    atomic_write(folder / "IMPLEMENTATION_LOG.md", log)
     write_marker_file(folder / MARKER_FILE, plan.plan_id, history, closed)
     last = history[-1] if history else None
     atomic_write(folder / "STATE.md", state_md(plan, view, last, closed))
@@ -219,9 +229,10 @@ def _page_update(
 def rebuild_marker_files(plan: PlanSpec, ledger: Ledger, folder: Path) -> int:
     """Rewrite waymark's files from the ledger (after a corrupt or hand-edited marker file).
     Only files waymark wrote are replaced — a truncated or hand-edited marker still starts with
-    waymark's first line; a file someone else wrote is refused. Returns the number of runs."""
+    waymark's first line; a file someone else wrote is refused. Returns the number of runs the
+    marker file holds (the newest :data:`MARKER_ENTRIES`)."""
     check_writable([folder / name for name in VIEW_FILES])
-    history = marker_history(ledger, plan.plan_id)
+    history = marker_history(ledger, plan.plan_id, last=MARKER_ENTRIES)
     if not history:  # a marker file of runs this ledger never saw is not wiped
         try:
             found = read_marker_file(folder / MARKER_FILE)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from ..ledger.event_payloads import skip_counts
 from .exit_codes import INTERRUPTED, NEEDS_REVIEW, OK, STEP_FAILED, STOPPED
 
 if TYPE_CHECKING:
@@ -36,14 +37,31 @@ class RunSummary(BaseModel):
     started_from: str | None = Field(default=None, description="Where this run began.")
     executed_steps: list[str] = Field(default_factory=list)
     cached_steps: list[str] = Field(default_factory=list)
-    skipped_steps: list[str] = Field(default_factory=list)
-    #: the plan's steps left out with ``waymark skip`` as the run ended: step -> reason
-    left_out: dict[str, str] = Field(default_factory=dict)
+    #: Counts, not lists: a run's record holds what this run did, and a list of every step
+    #: completed before it grows with the plan's history. ``waymark status`` names them.
+    skipped_count: int = Field(default=0, description="Steps passed over: completed before.")
+    left_out_count: int = Field(
+        default=0, description="The plan's steps left out with `waymark skip` as the run ended."
+    )
     failed_steps: list[str] = Field(default_factory=list)
     interrupted_steps: list[str] = Field(default_factory=list)
     needs_review: list[dict[str, Any]] = Field(default_factory=list)
     next_start: str | None = None
     next_start_reason: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counts_from_lists(cls, data: Any) -> Any:
+        """A summary recorded before counts (``skipped_steps``, ``left_out``) reads as counts."""
+        if (
+            isinstance(data, dict)
+            and "skipped_count" not in data
+            and ("skipped_steps" in data or "left_out" in data)
+        ):
+            skipped, left_out = skip_counts(data)
+            rest = {k: v for k, v in data.items() if k not in ("skipped_steps", "left_out")}
+            return {**rest, "skipped_count": skipped, "left_out_count": left_out}
+        return data
 
     @property
     def exit_code(self) -> int:
@@ -61,10 +79,9 @@ class RunSummary(BaseModel):
                 f"  recovered from Prefect's cache (finished before a crash): "
                 f"{', '.join(self.cached_steps)}"
             )
-        before = [s for s in self.skipped_steps if s not in self.left_out]
-        lines.append(f"  skipped (done before): {len(before)}")
-        if self.left_out:
-            lines.append(f"  left out (waymark skip): {', '.join(self.left_out)}")
+        lines.append(f"  skipped (done before): {self.skipped_count}")
+        if self.left_out_count:
+            lines.append(f"  left out (waymark skip): {self.left_out_count}")
         if self.interrupted_steps:
             again = ", ".join(self.interrupted_steps)
             lines.append(f"  interrupted by a dead run, run again: {again}")

@@ -86,5 +86,5 @@ def test_accepting_a_lost_result_lets_the_plan_finish(prefect_server: str, tmp_p
         assert run_cli("review", str(plan), "--step", step, "--accept").returncode == 0
     last = run_plan(plan=str(plan))
     assert last["result"] == "completed"
-    assert last["executed_steps"] == [] and sorted(last["skipped_steps"]) == ["a", "b"]
+    assert last["executed_steps"] == [] and last["skipped_count"] == 2
     assert (tmp_path / "a.count").read_text() == "a\na\n"

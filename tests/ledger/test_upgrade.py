@@ -35,7 +35,7 @@ def _resume_and_check(work: Path, *ledger_args: str) -> None:
     assert [h["result"] for h in history] == ["stopped", "completed"]
     assert history[0]["executor"] == "agent-old"
     assert history[1]["executed_steps"] == ["report"]
-    assert history[1]["skipped_steps"] == ["collect", "publish"]
+    assert history[1]["skipped_count"] == 2  # a count; the 0.1.0 entry keeps its list
 
 
 def test_a_sqlite_ledger_of_0_1_0_resumes(prefect_server: str, tmp_path: Path) -> None:

@@ -227,7 +227,7 @@ def test_the_run_marker_says_what_the_run_did(tmp_path: Path) -> None:
         "flow_run_id": "fr-1",
         "started_from": "fetch",
         "executed_steps": ["fetch", "pay"],
-        "skipped_steps": [],
+        "skipped_count": 0,
         "failed_steps": ["check"],
         "outputs": [{"step": "fetch", "path": "data.csv", "sha256": "ab" * 32}],
         "receipts": [{"step": "pay", "key": "k-1", "action": "pay-invoice", "at": H3}],

@@ -80,6 +80,6 @@ def test_an_error_in_the_loop_releases_the_running_steps(
 
     summary = run_inprocess(plan_path)  # same process: no wait for a lease to run out
     assert summary.result == "completed"
-    assert summary.skipped_steps == ["a"]
+    assert summary.skipped_count == 1
     assert summary.cached_steps == ["b"]  # b's task had finished: its result is reused
     assert runs_of(tmp_path / "b.count") == 1

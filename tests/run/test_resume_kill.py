@@ -53,7 +53,7 @@ def test_sigkill_inside_step_k_resumes_at_k(
     summary = run_inprocess(plan, ledger_url=ledger_url)
     assert summary.result == "completed"
     assert summary.interrupted_steps == ["s3"]
-    assert summary.skipped_steps == ["s1", "s2"]
+    assert summary.skipped_count == 2
     assert summary.executed_steps == ["s3", "s4"]
     assert [runs_of(tmp_path / f"s{i}.count") for i in range(1, 5)] == [1, 1, 2, 1]
     interrupted = ledger_events(ledger_url, "killed", "step_interrupted")

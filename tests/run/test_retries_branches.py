@@ -72,7 +72,7 @@ def test_independent_branch_completes_while_another_fails(
     plan.write_text(plan.read_text().replace("; exit 7", ""))
     fixed = run_inprocess(plan)
     assert fixed.result == "completed"
-    assert fixed.skipped_steps == ["good1", "good2"]
+    assert fixed.skipped_count == 2
     assert fixed.executed_steps == ["bad1", "bad2", "join"]
     counts = {s: runs_of(tmp_path / f"{s}.count") for s in ("bad1", "bad2", "good1", "good2")}
     assert counts == {"bad1": 2, "bad2": 1, "good1": 1, "good2": 1}

@@ -109,14 +109,23 @@ class PlanPagePublisher:
         """The page's Markdown and its one-line description, from the ledger now (``view``: the
         view of the ``states`` given, if the caller built it; ``ui_url``: the UI's address, if
         the caller knows it — else Prefect's settings say it)."""
+        from ...ledger.events import EventKind
         from ...ledger.run_hashes import light_events
         from ...models import utcnow
-        from .render import PAGE_EVENT_KINDS, PageInput, page_line, render_plan_page
+        from .render import PAGE_EVENT_KINDS, PAGE_RUNS_READ, PageInput, page_line, render_plan_page
 
+        plan_id = self.plan.plan_id
         if states is None:
-            states, view = self.ledger.step_states(self.plan.plan_id), None
-        # Without the step hashes of every run_started: the page grows with the history else.
-        events = light_events(self.ledger, self.plan.plan_id, PAGE_EVENT_KINDS)
+            states, view = self.ledger.step_states(plan_id), None
+        # The events of the newest runs only, without their step hashes: what the page shows
+        # (its last runs, an open pause, the last answers) does not grow with the history.
+        starts = light_events(self.ledger, plan_id, [EventKind.run_started], last=PAGE_RUNS_READ)
+        after = (starts[0].seq or 1) - 1 if starts else 0
+        events = light_events(self.ledger, plan_id, PAGE_EVENT_KINDS, after_seq=after)
+        abort = [EventKind.plan_aborted, EventKind.plan_abort_lifted]
+        if after and (older := self.ledger.last_event(plan_id, abort)) is not None:
+            if (older.seq or 0) <= after:  # an abort (or its lifting) before the window
+                events.insert(0, older)
         page = PageInput(
             plan=self.plan,
             states=states,

@@ -41,6 +41,7 @@ from ..plan_copy import PlanCopy, flow_run_url, normal_ledger_url
 
 __all__ = [
     "PAGE_EVENT_KINDS",
+    "PAGE_RUNS_READ",
     "ROWS_SHOWN",
     "PageInput",
     "RunRecord",
@@ -75,6 +76,9 @@ _ANSWER_KINDS = {
     EventKind.plan_aborted,
 }
 _RUNS_SHOWN = 8
+#: The newest runs whose events the page reads (twice what it shows: a pause or an answer of
+#: a run a little older still counts).
+PAGE_RUNS_READ = 2 * _RUNS_SHOWN
 #: At most this many steps in one list of the page (needs your answer, failed, blocked).
 PAGE_LIST_MAX = 40
 #: At most this many rows in one table of the page (acceptance, steps by status, receipts).
