@@ -193,7 +193,7 @@ def check_run(
     ``logger``: the flow run's own, when the flow checks its parameters itself: a deployment's
     run of a closed plan pauses the deployment's schedules as it refuses it (closing/closed.py).
     """
-    from .env_settings import seconds_from_env
+    from .env_settings import probe_timeout, seconds_from_env
 
     flags = command_line is not None
     spec = load_plan_input(plan, workdir)
@@ -212,6 +212,7 @@ def check_run(
         review_wait_seconds = seconds_from_env(REVIEW_WAIT_ENV)
     if agent_wait_seconds is None:
         agent_wait_seconds = seconds_from_env(AGENT_WAIT_ENV)
+    probe_timeout()  # a bad value is refused before the run, not at a probe
     url, folder = _check_folders(spec, wd, ledger_url, result_storage, markers_dir, command_line)
     _check_ledger(spec, url, folder, logger, create=command_line is None)
     return RunOptions(

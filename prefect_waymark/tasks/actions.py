@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -40,6 +41,7 @@ from ..ledger.base import pid_alive, this_host
 from ..ledger.identity import default_executor
 from ..ledger.receipts import ReceiptRecord, default_action_key
 from ..models import ActionReceipt, forbidden_rule
+from ..run.env_settings import probe_timeout
 
 if TYPE_CHECKING:
     import logging
@@ -292,6 +294,41 @@ class Action:
             "intent_by": rec.intent_by,
         }
 
+    def _ask_probe(self, probe: Probe, key: str) -> bool | None:
+        """The probe's answer for ``key``; ``None`` (unknown) if it fails or takes longer than
+        ``$WAYMARK_PROBE_TIMEOUT_SECONDS`` (a ``probe:`` command is killed at that limit; a
+        Python probe is left behind in its daemon thread). Logged before it starts."""
+        limit = probe_timeout()
+        self.ctx.logger.info(
+            "action %s (key %s): an intent without a receipt; asking its probe (at most %.0f s)",
+            self.name,
+            key,
+            limit,
+        )
+        answers: list[bool | None] = []
+        failed: list[BaseException] = []
+
+        def ask() -> None:
+            try:
+                answers.append(probe(key))
+            except Exception as exc:  # noqa: BLE001 - a failing probe cannot tell
+                failed.append(exc)
+
+        worker = threading.Thread(target=ask, name=f"waymark-probe-{self.name}", daemon=True)
+        worker.start()
+        worker.join(limit + 10)  # a command's own kill comes first; this is the backstop
+        if failed:
+            self.ctx.logger.warning("probe of action %s failed: %s", self.name, failed[0])
+            return None
+        if not answers:
+            self.ctx.logger.warning(
+                "probe of action %s gave no answer in %.0f s: the outcome is unknown",
+                self.name,
+                limit,
+            )
+            return None
+        return answers[0]
+
     def _reconcile(self, rec: ReceiptRecord) -> None:
         """An intent without a receipt: ask the probe, or stop for a person."""
         if rec.host == this_host() and rec.pid not in (None, os.getpid()) and pid_alive(rec.pid):
@@ -308,11 +345,7 @@ class Action:
                 f"`waymark receipt PLAN {self.ctx.step_id} --applied|--not-applied`",
                 self._details(rec),
             )
-        try:
-            answer = self.probe(rec.key)
-        except Exception as exc:  # noqa: BLE001 - a failing probe cannot tell
-            self.ctx.logger.warning("probe of action %s failed: %s", self.name, exc)
-            answer = None
+        answer = self._ask_probe(self.probe, rec.key)
         if answer is True:
             settled = self._ledger().settle_action(
                 rec.key,

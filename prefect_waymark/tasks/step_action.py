@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..run.env_settings import probe_timeout
 from .actions import Action, Probe
 from .output_capture import step_log_path
 from .shell_command import run_command
@@ -28,11 +29,15 @@ def _shell_probe(ctx: StepContext, command: str) -> Probe:
         log = step_log_path(
             ctx.workdir, ctx.plan_id, ctx.step_id, ctx.attempt, ctx.run_id, kind="probe"
         )
-        proc = run_command(
-            command, cwd=ctx.workdir, env=env, timeout=ctx.step.timeout_seconds, log_path=log
-        )
+        limit = min(ctx.step.timeout_seconds or float("inf"), probe_timeout())
+        proc = run_command(command, cwd=ctx.workdir, env=env, timeout=limit, log_path=log)
         if proc.returncode is None:
-            ctx.logger.warning("step %s: probe timed out%s", ctx.step_id, log_note(proc))
+            ctx.logger.warning(
+                "step %s: probe timed out after %.0f s (the answer is unknown)%s",
+                ctx.step_id,
+                limit,
+                log_note(proc),
+            )
             return None
         ctx.logger.info(
             "step %s: probe exited %s%s",
