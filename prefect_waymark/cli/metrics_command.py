@@ -58,9 +58,12 @@ def _print_table(plan_id: str, title: str, result: dict[str, Any]) -> None:
     from rich.table import Table
 
     from ..metrics.table import MUST_BE_ZERO, metric_rows
+    from . import rich_stdout
+    from .status_output import escape
 
-    console = Console(width=120)
-    table = Table(title=f"{plan_id}" + (f" — {title}" if title else ""), title_justify="left")
+    console = Console(width=120, file=rich_stdout())
+    title = f"{plan_id}" + (f" — {title}" if title else "")
+    table = Table(title=escape(title), title_justify="left")
     for col in ("metric", "value", "made of"):
         table.add_column(col)
     for row in metric_rows(result):

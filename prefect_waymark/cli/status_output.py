@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..ledger.progress_view import PlanView
+from ..text.controls import visible
 from ..text.markdown import cell
 from .status_table import LARGE_TABLE_ROWS, fast_table
 
@@ -21,13 +22,22 @@ _STYLE = {
 }
 
 
+def escape(text: str) -> str:
+    """User text for rich: its markup escaped, its control characters shown as escapes (rich
+    writes to the terminal as it is; see :func:`~prefect_waymark.cli.rich_stdout`)."""
+    from rich.markup import escape as escape_markup
+
+    return escape_markup(visible(text))
+
+
 def print_table(view: PlanView, extra: dict[str, Any], console: Console | None = None) -> None:
     from rich.console import Console  # not needed by --json: spare its import time
-    from rich.markup import escape
     from rich.table import Table
 
+    from . import rich_stdout
+
     large = console is None and len(view.steps) >= LARGE_TABLE_ROWS
-    console = console or Console(width=120)
+    console = console or Console(width=120, file=rich_stdout())
     title = f"{view.plan_id}" + (f" — {view.title}" if view.title else "")
     headers = ("step", "status", "owner", "branch", "last event")
     table = Table(title=escape(title), title_justify="left")
@@ -82,7 +92,7 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
             "`waymark run` will not run it (`waymark review --accept` or `--rerun` lifts it)"
         )
     if view.blocked:
-        console.print("blocked: " + ", ".join(view.blocked), markup=False)
+        console.print(visible("blocked: " + ", ".join(view.blocked)), markup=False)
     for item in view.needs_review:
         said = f"{item['step']}: {item.get('reason')}"
         console.print(f"[magenta]needs review[/]: {escape(said)}")
@@ -93,7 +103,8 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
         for r in s.receipts:
             ext = f", external id {r['external_id']}" if r.get("external_id") else ""
             console.print(
-                f"receipt: {s.id}: {r.get('action')} {r.get('outcome')}{ext}", markup=False
+                visible(f"receipt: {s.id}: {r.get('action')} {r.get('outcome')}{ext}"),
+                markup=False,
             )
         label = "action in progress" if s.status == "in_progress" else "outcome unknown"
         for a in s.open_actions:
@@ -104,8 +115,8 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     if extra.get("deployment"):
         from .status_deployment import deployment_line
 
-        console.print(deployment_line(extra["deployment"]), markup=False)
+        console.print(visible(deployment_line(extra["deployment"])), markup=False)
     if extra.get("last_run"):
         lr = extra["last_run"]
         line = f"last run: {lr.get('result')} at {lr.get('at')} by {lr.get('executor')}"
-        console.print(line, markup=False)
+        console.print(visible(line), markup=False)

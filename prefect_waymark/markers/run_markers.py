@@ -15,6 +15,7 @@ from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
+from ..text.controls import visible
 from .concurrent_sends import wait_sent
 from .generated_files import MarkerFileError, atomic_write, check_writable
 from .human_views import implementation_log_md, state_md, tasks_md
@@ -70,12 +71,14 @@ def _write_views(plan: PlanSpec, ledger: Ledger, folder: Path, view: PlanView | 
     closed = read_closed(ledger, plan.plan_id)  # `waymark close`: the views say nothing is next
     if view is None:
         view = build_view(plan, ledger.step_states(plan.plan_id))
-    atomic_write(folder / "TASKS.md", tasks_md(plan, view, closed))
+    # Text from the plan, a step or an executor may hold control characters: a `cat` of a view
+    # must not clear the screen, so they are written as escapes (text/controls.py).
+    atomic_write(folder / "TASKS.md", visible(tasks_md(plan, view, closed)))
     log = implementation_log_md(plan, history, view, capped=len(history) == MARKER_ENTRIES)
-    atomic_write(folder / "IMPLEMENTATION_LOG.md", log)
+    atomic_write(folder / "IMPLEMENTATION_LOG.md", visible(log))
     write_marker_file(folder / MARKER_FILE, plan.plan_id, history, closed)
     last = history[-1] if history else None
-    atomic_write(folder / "STATE.md", state_md(plan, view, last, closed))
+    atomic_write(folder / "STATE.md", visible(state_md(plan, view, last, closed)))
 
 
 def write_views(plan: PlanSpec, ledger: Ledger, folder: Path) -> None:

@@ -1,4 +1,4 @@
-"""Quieter logs for expected failures.
+"""Quieter logs for expected failures, and log lines that are text.
 
 Prefect logs a failed task's exception with a Python traceback. For a ``run:`` step that exited
 non-zero, or a run that ends because a step failed, that traceback points into waymark's own
@@ -28,6 +28,20 @@ class _DropExpectedTracebacks(logging.Filter):
         return True
 
 
+class _VisibleControls(logging.Filter):
+    """A log line is text: control characters from a step's output or an executor's reason are
+    shown as escapes (text/controls.py) in the terminal, the log file and Prefect's UI."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from ..text.controls import visible
+
+        message = record.getMessage()
+        shown = visible(message)
+        if shown is not message:
+            record.msg, record.args = shown, None
+        return True
+
+
 def install_log_filters() -> None:
     """Install the filters on Prefect's task-run and flow-run loggers (once per process)."""
     from ..errors import ShellStepError, StepError
@@ -38,4 +52,5 @@ def install_log_filters() -> None:
     ):
         if name not in _INSTALLED:
             logging.getLogger(name).addFilter(_DropExpectedTracebacks(types))
+            logging.getLogger(name).addFilter(_VisibleControls())
             _INSTALLED.add(name)
