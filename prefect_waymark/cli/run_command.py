@@ -90,6 +90,9 @@ def run_from_cli(
         print(f"waymark: --results {results}: {problem}; nothing ran", file=sys.stderr)
         return exit_codes.BAD_INPUT
     from ..flows.run_plan import run_plan
+    from ..run.signals import end_on_record
+
+    end_on_record()  # SIGHUP, SIGQUIT, ... end the run on record, as SIGTERM does
 
     wd = options.workdir
     since = datetime.now(timezone.utc)

@@ -173,5 +173,10 @@ def _signal_name(exc: BaseException) -> str:
     from prefect.exceptions import TerminationSignal
 
     if isinstance(exc, TerminationSignal):
-        return "SIGTERM" if exc.signal == 15 else f"signal {exc.signal}"
+        import signal
+
+        try:
+            return signal.Signals(exc.signal).name
+        except ValueError:
+            return f"signal {exc.signal}"
     return "SIGINT"

@@ -1,4 +1,5 @@
-"""Ctrl-C (SIGINT) or SIGTERM to a real ``waymark run`` during a step: the step's commands stop,
+"""Ctrl-C (SIGINT), SIGTERM — or SIGHUP (a closed terminal), SIGQUIT, SIGUSR1 — to a real
+``waymark run`` during a step: the step's commands stop,
 the step is recorded interrupted, and the run still ends on record — ``run_finished``, the
 marker event, ``EXECUTION_MARKER.json`` (result ``interrupted``) and the views — before the
 process exits by the signal (130 for SIGINT). The next run continues at the interrupted step."""
@@ -25,7 +26,10 @@ from tests._support.resume_helpers import (
 )
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
 def test_a_signal_mid_step_finishes_the_run_on_record(
     sig: signal.Signals, prefect_server: str, tmp_path: Path
 ) -> None:
@@ -60,8 +64,7 @@ def test_a_signal_mid_step_finishes_the_run_on_record(
     assert entry["result"] == "interrupted"
     assert entry["executed_steps"] == ["a"]
     assert entry["next_start"]["step"] == "slow"
-    name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
-    assert name in entry["next_start"]["why"]
+    assert signal.Signals(sig).name in entry["next_start"]["why"]
     for view in ("TASKS.md", "STATE.md", "IMPLEMENTATION_LOG.md"):
         assert (tmp_path / view).exists(), view
 
