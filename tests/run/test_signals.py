@@ -25,7 +25,6 @@ from tests._support.resume_helpers import (
     wait_for_file,
 )
 
-
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1]
 
 
