@@ -27,6 +27,7 @@ from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
 from ..guards.observers import RunObserver
 from ..guards.outputs import OutputsGuard
+from ..guards.plan_edits import see_plan
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
 from ..ledger import open_ledger
@@ -157,6 +158,11 @@ def _run(options: RunOptions, logger: Any) -> dict[str, Any]:
     fr_id = flow_run.get_id()
     ledger, sends = open_ledger(options.ledger_url), RunSends()  # sends: the artifacts' threads
     try:
+        edits = see_plan(
+            ledger, spec, by=options.executor or flow_executor(), source="run"
+        )  # a renamed step keeps its completion before anything reads the states
+        for line in edits.lines() if edits is not None else ():
+            logger.info("%s", line)
         history = marker_history(ledger, spec.plan_id)
         states = ledger.step_states(spec.plan_id)
         start_view = build_view(spec, states)  # where the run starts; also the guards' view
