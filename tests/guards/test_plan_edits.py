@@ -137,7 +137,7 @@ def test_rename_step_carries_completion_and_receipts(
     receipts = json.loads(run_cli("receipt", str(plan), "post", "--json").stdout)
     assert [r["key"] for r in receipts] == ["blog/publish/publish-post"]
     again = run_cli("rename-step", str(plan), "--from", "publish", "--to", "post")
-    assert again.returncode == 2 and "has no history" in again.stderr
+    assert again.returncode == 2 and "post already has a history" in again.stderr
     ran = run_cli("run", str(plan))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert service.calls == {"blog/publish/publish-post": 1}  # not applied again
@@ -149,7 +149,7 @@ def test_open_intent_inherited_through_a_rename_is_settled_under_the_new_id(
 ) -> None:
     prepare_workdir(tmp_path)
     plan = _action_plan(tmp_path, "publish", ledger_url)
-    assert run_cli("run", str(plan), "--until", "draft").returncode == 0
+    assert run_cli("run", str(plan), "--until", "draft").returncode == 3  # stopped: publish left
     with open_ledger(ledger_url) as led:  # a run killed between the intent and the effect
         led.claim_action(
             plan_id="blog",
