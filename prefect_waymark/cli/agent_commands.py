@@ -106,7 +106,18 @@ def _open(
         if held is not None and _holds_step(led, spec.plan_id, held[0], held[1]):
             return spec, wd, led
         _checkin(as_json, lambda: check_not_closed(led, spec.plan_id, spec.source))
+    _see_plan(spec, led, "next" if as_json is None else "check-in")
     return spec, wd, led
+
+
+def _see_plan(spec: Any, led: Any, source: str) -> None:
+    """Before ``next`` or a check-in acts: an edited plan file is compared with the plan the
+    ledger saw last (a renamed step keeps its completion), and the changes said on stderr."""
+    from ..guards.plan_edits import see_plan
+
+    edits = see_plan(led, spec, by=_executor(None), source=source)
+    for line in edits.lines() if edits is not None else ():
+        print(f"waymark: {line}", file=sys.stderr)
 
 
 def _holds_step(led: Any, plan_id: str, step: str, executor: str | None) -> bool:

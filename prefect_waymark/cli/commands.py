@@ -38,7 +38,7 @@ from .options import (
     UntilOpt,
     WorkdirOpt,
 )
-from .plan_history import rename_plan, rerun
+from .plan_history import diff, rename_plan, rename_step, rerun
 
 app = typer.Typer(
     name="waymark",
@@ -181,6 +181,8 @@ def run(
 app.command(name="resume", help="Same as `run`: continue the plan where the last run stopped.")(run)
 app.command()(rerun)
 app.command(name="rename-plan")(rename_plan)
+app.command(name="rename-step")(rename_step)
+app.command()(diff)
 app.command()(skip)
 app.command()(close)
 app.command()(init)

@@ -1,8 +1,10 @@
-"""``waymark rerun`` and ``waymark rename-plan``: decisions about a plan's recorded history."""
+"""``waymark rerun``, ``rename-plan``, ``rename-step`` and ``diff``: decisions about a plan's
+recorded history, and what an edit of the plan file does to it."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 import typer
 
@@ -11,7 +13,7 @@ from ..ledger.events import EventKind
 from ._common import check_not_closed, fail, load_or_exit, open_or_exit, workdir_for
 from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, ReasonOpt, WorkdirOpt
 
-__all__ = ["rename_plan", "rerun"]
+__all__ = ["diff", "rename_plan", "rename_step", "rerun"]
 
 
 def rerun(
@@ -119,3 +121,89 @@ def rename_plan(
         print(f"next: waymark run {plan}")
     else:  # a closed plan's history carries over; nothing runs
         print(f"the plan stays closed: `waymark status {plan}` shows its history")
+
+
+def diff(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """What changed in the plan file since the ledger last saw it, and what each change will do
+    to progress: steps added, removed (kept in history), renamed (completion kept), changed
+    (the next run stops a completed one for review). Records nothing; runs nothing.
+
+    Exit codes: 0 the comparison (also when nothing changed), 2 bad input.
+    """
+    from ..guards.plan_edits import compare, last_seen
+
+    spec = load_or_exit(plan)
+    wd = workdir_for(spec, workdir)
+    led = open_or_exit(ledger, wd, create=False, plan=spec)
+    if led is None:
+        old, states = None, {}
+    else:
+        with led:
+            old, states = last_seen(led, spec.plan_id), led.step_states(spec.plan_id)
+    edits = compare(old, spec, states)
+    if as_json:
+        doc: dict[str, Any] = {
+            "plan_id": spec.plan_id,
+            "compared": not edits.first,
+            "changes": edits.doc(),
+        }
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    if edits.first:
+        print(f"{spec.plan_id}: the ledger saw no earlier plan: nothing to compare")
+    elif not edits.edits:
+        print(f"{spec.plan_id}: no change since the plan the ledger saw last")
+    else:
+        print(f"{spec.plan_id}: {len(edits.edits)} change(s) since the plan the ledger saw last")
+        for edit in edits.edits:
+            print(f"  {edit.line()}")
+
+
+def rename_step(
+    plan: PlanArg,
+    old_id: Annotated[str, typer.Option("--from", help="The step's previous id.")],
+    new_id: Annotated[str, typer.Option("--to", help="The step's id in the plan file.")],
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    by: ByOpt = None,
+) -> None:
+    """Carry a renamed step's history, completion and action receipts over to its new id.
+
+    After changing a step's id in the plan file, a run, `next` or a check-in finds the rename
+    itself when the definition (or the action) is the same; this records it explicitly (two
+    steps of one definition, or a rename with other changes). Refused when the old id has no
+    history or the new one has.
+    """
+    from ..errors import LedgerError
+    from ..guards.plan_edits import see_plan
+    from ..ledger.identity import default_executor
+
+    spec = load_or_exit(plan)
+    ids = {s.id for s in spec.steps}
+    if new_id not in ids:
+        fail(f"--to {new_id}: {plan} has no step {new_id!r}; change the step's id first")
+    if old_id in ids:
+        fail(f"--from {old_id}: {plan} still has a step {old_id!r}; change its id first")
+    wd = workdir_for(spec, workdir)
+    led = open_or_exit(ledger, wd, create=False, plan=spec)
+    if led is None:
+        fail(f"no ledger in {wd}: step {old_id!r} has no recorded history to carry over")
+    with led:
+        check_not_closed(spec, led)
+        try:
+            edits = see_plan(
+                led, spec, by=by or default_executor(), source="rename-step",
+                force={old_id: new_id},
+            )  # fmt: skip
+        except LedgerError as exc:
+            fail(f"cannot rename step {old_id!r} to {new_id!r}: {exc}; nothing changed")
+    assert edits is not None
+    print(f"{old_id} → {new_id}: history, completion and action receipts carried over")
+    for line in edits.lines():
+        print(line)
+    print(f"next: waymark run {plan}")

@@ -28,6 +28,7 @@ from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
 from ..guards.observers import RunObserver
 from ..guards.outputs import OutputsGuard
+from ..guards.plan_edits import see_plan
 from ..guards.reanchor import ReanchorGuard
 from ..guards.receipts import ReceiptConsistencyGuard
 from ..ledger import open_ledger
@@ -189,6 +190,11 @@ def _begin(
     the view the run starts from. A damaged ledger raises here, before anything is recorded."""
     spec, wd = options.spec, options.workdir
     fr_id = flow_run.get_id()
+    edits = see_plan(
+        ledger, spec, by=options.executor or flow_executor(), source="run"
+    )  # a renamed step keeps its completion before anything reads the states
+    for line in edits.lines() if edits is not None else ():
+        logger.info("%s", line)
     history = marker_history(ledger, spec.plan_id, last=1)  # the last run's next start
     states = ledger.step_states(spec.plan_id)
     start_view = build_view(spec, states)  # where the run starts; also the guards' view

@@ -6,7 +6,7 @@ import os
 import socket
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -164,6 +164,20 @@ class Ledger(ReceiptStore):
     def rename_plan(self, old: str, new: str, *, by: str) -> dict[str, int]:
         """Carry plan ``old``'s history and receipts over to the id ``new`` (one transaction);
         return the counts of events, steps and receipts carried over."""
+
+    @abstractmethod
+    def rename_steps(
+        self,
+        plan_id: str,
+        renames: Mapping[str, str],
+        *,
+        rebase: Mapping[str, str],
+        by: str,
+        source: str,
+    ) -> dict[str, int]:
+        """Carry renamed steps' state and receipts (old id to new) over to their new ids and
+        record the definition hash under the new ids of the steps in ``rebase`` (one
+        transaction); return the counts of steps, receipts and rebased steps."""
 
     @abstractmethod
     def close_plan(

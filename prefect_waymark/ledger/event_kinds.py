@@ -40,6 +40,8 @@ class EventKind(ValueEnum):
     step_review_accepted = "step_review_accepted"
     step_refused = "step_refused"
     step_skipped = "step_skipped"  # `waymark skip`: left out on purpose, with a reason
+    # A step id changed in the plan file: its history moved to the new id (plan/edits.py).
+    step_renamed = "step_renamed"
     # Agent and manual steps (checked in from outside the flow: prefect_waymark/agents).
     step_blocked = "step_blocked"
     step_waiting = "step_waiting"
@@ -59,6 +61,8 @@ class EventKind(ValueEnum):
     plan_abort_lifted = "plan_abort_lifted"
     # A plan id changed: its history and receipts were carried over (`waymark rename-plan`).
     plan_renamed = "plan_renamed"
+    # The plan file differs from the last one the ledger saw: its steps, and what changed.
+    plan_seen = "plan_seen"
     # The plan was closed and archived (`waymark close`); runs refuse it from then on.
     plan_closed = "plan_closed"
     # A plan was imported from another tracker's file (`waymark import`), once per source.
@@ -84,6 +88,7 @@ STEP_EVENT_KINDS = frozenset(
         EventKind.step_refused,
         EventKind.step_blocked,
         EventKind.step_skipped,
+        EventKind.step_renamed,
     }
     | ACTION_EVENT_KINDS
 )

@@ -19,6 +19,7 @@ __all__ = [
     "PlanAbortedData",
     "PlanClosedData",
     "PlanRenamedData",
+    "PlanSeenData",
     "ReanchorData",
     "ReviewAnnouncedData",
     "ReviewResumedData",
@@ -31,6 +32,7 @@ __all__ = [
     "StepCompletedData",
     "StepDecisionData",
     "StepFailedData",
+    "StepRenamedData",
     "StepSkippedData",
     "StepInterruptedData",
     "StepStartedData",
@@ -367,6 +369,38 @@ class StepSkippedData(_Reason):
     the steps after it."""
 
     by: str
+
+
+class StepRenamedData(TypedDict, total=False):
+    """A step id changed in the plan file (``waymark rename-step``, or a run, ``next`` or a
+    check-in that found the rename: :mod:`prefect_waymark.plan.edits`). On the new id:
+    ``from_step`` and ``state``, the old id's state as it was (its completion, its receipts and
+    open intents: the receipt rows move with it); on the old id: ``to_step`` (its state starts
+    afresh: a step of that id added later has no history); on a step whose dependencies were
+    renamed: ``dependencies`` (old id to new). ``def_hash``: the step's definition hash under
+    the new ids, when nothing else of it changed (its completion stands for the renamed
+    definition)."""
+
+    from_step: str
+    to_step: str
+    state: dict[str, Any]
+    dependencies: dict[str, str]
+    def_hash: str
+    by: str
+    source: str
+
+
+class PlanSeenData(TypedDict, total=False):
+    """The plan file a run, ``next`` or a check-in acted on differs from the last one the
+    ledger saw (or it is the first): its hash, each step's ``[definition hash, depends_on,
+    action]`` (what the next comparison reads), and the changes found (``waymark diff``'s
+    lines)."""
+
+    plan_hash: str
+    steps: dict[str, list[Any]]
+    changes: list[dict[str, Any]]
+    by: str
+    source: str
 
 
 class _PlanClosed(_Reason):

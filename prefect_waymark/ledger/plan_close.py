@@ -53,7 +53,7 @@ NEW_WORK = frozenset(
     }
 )
 #: The kinds :meth:`SqlLedger._append` checks the meta rows for.
-GUARDED_KINDS = NEW_WORK | {EventKind.plan_closed}
+GUARDED_KINDS = NEW_WORK | {EventKind.plan_closed, EventKind.step_renamed, EventKind.plan_seen}
 
 
 def closed_key(plan_id: str) -> str:

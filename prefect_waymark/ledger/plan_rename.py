@@ -1,4 +1,5 @@
-"""Renaming a plan carries its history and receipts over to the new id, in one transaction.
+"""Renaming a plan (or one of its steps) carries its history and receipts over to the new id,
+in one transaction.
 
 Events are append-only, so the old plan's events are copied under the new id (in their order,
 with their runs, times and data), the projection of the new id is folded from the copies, the
@@ -7,10 +8,18 @@ keeps that key: :class:`~prefect_waymark.tasks.actions.Action` reuses a step's r
 a ``plan_renamed`` event closes the old id (a run under it is refused from then on) and opens the
 new one. Refused while a run holds one of the old plan's branches, or when the new id already
 has a history in this ledger.
+
+Renaming steps (:meth:`PlanRenames.rename_steps`: ``waymark rename-step``, or a rename a run,
+``next`` or a check-in found, :mod:`prefect_waymark.guards.plan_edits`) appends a
+``step_renamed`` event to the new id holding the old id's state (its completion, receipts and
+open intents), moves the old id's receipt rows to the new id **with their keys**, and starts
+the old id afresh with a ``step_renamed`` event of its own. The old id's events stay where they
+are: its history is read under its old id.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sqlalchemy import func, insert, select, update
@@ -20,7 +29,7 @@ from ._tables import EVENTS, HOLDS, META, META_VALUE, RECEIPTS, STEPS, insert_st
 from .base import LedgerReader
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .schema import event_from_row, event_values, kind_names
-from .step_state import StepState, apply_event
+from .step_state import StepState, apply_event, has_history, row_fields
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -80,6 +89,10 @@ class PlanRenames:
 
         def _write(self, *, durable: bool = False) -> AbstractContextManager[Connection]: ...
 
+        def _append(
+            self, conn: Connection, ev: ProgressEvent, lease_seconds: float
+        ) -> ProgressEvent: ...
+
     def rename_plan(self, old: str, new: str, *, by: str) -> dict[str, int]:
         """Carry plan ``old``'s history and receipts over to ``new``; return the counts
         (``events``, ``steps``, ``receipts``). Raises :class:`LedgerError` with the reason if
@@ -114,6 +127,99 @@ class PlanRenames:
                 ev = ProgressEvent(plan_id=plan_id, kind=EventKind.plan_renamed, data=data)
                 conn.execute(insert(_ev).values(**event_values(ev)))
         return counts
+
+    def rename_steps(
+        self,
+        plan_id: str,
+        renames: Mapping[str, str],
+        *,
+        rebase: Mapping[str, str],
+        by: str,
+        source: str,
+    ) -> dict[str, int]:
+        """Carry each renamed step's state and receipts (``renames``: old id to new) over to
+        its new id, and record the definition hash under the new ids of the steps in ``rebase``
+        (step to hash: renamed steps, and steps whose dependencies were renamed, whose
+        definition did not change otherwise). One transaction; raises :class:`LedgerError`
+        with the reason if a rename cannot be done (then nothing changed): the old id has no
+        history, the new one has, or a run holds the old id's step."""
+        with self._write() as conn:
+            if conn.dialect.name == "postgresql":  # as rename_plan: claims and starts wait
+                for table in (HOLDS.name, RECEIPTS.name, STEPS.name):
+                    conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            states = {
+                sid: self._state_of(conn, plan_id, sid) for pair in renames.items() for sid in pair
+            }
+            for old, new in renames.items():
+                self._check_step_rename(conn, plan_id, old, new, states)
+            receipts = 0
+            common = {"by": by, "source": source}
+            for old, new in renames.items():
+                receipts += int(
+                    conn.execute(
+                        update(RECEIPTS)
+                        .where(RECEIPTS.c.plan_id == plan_id, RECEIPTS.c.step_id == old)
+                        .values(step_id=new)
+                    ).rowcount
+                )
+                carried = states[old]
+                assert carried is not None
+                state = carried.model_dump(mode="json", exclude={"step_id"})
+                data = {"from_step": old, "state": state, **common}
+                if new in rebase:
+                    data["def_hash"] = rebase[new]
+                self._append_renamed(conn, plan_id, new, data)
+                self._append_renamed(conn, plan_id, old, {"to_step": new, **common})
+            moved = {o: n for o, n in renames.items()}
+            for sid, def_hash in rebase.items():
+                if sid not in moved.values():
+                    data = {"dependencies": moved, "def_hash": def_hash, **common}
+                    self._append_renamed(conn, plan_id, sid, data)
+        return {"steps": len(renames), "receipts": receipts, "rebased": len(rebase)}
+
+    def _append_renamed(
+        self, conn: Connection, plan_id: str, step_id: str, data: Mapping[str, object]
+    ) -> None:
+        ev = ProgressEvent(
+            plan_id=plan_id, kind=EventKind.step_renamed, step_id=step_id, data=dict(data)
+        )
+        self._append(conn, ev, 60.0)
+
+    @staticmethod
+    def _state_of(conn: Connection, plan_id: str, step_id: str) -> StepState | None:
+        row = conn.execute(
+            select(STEPS.c.state).where(STEPS.c.plan_id == plan_id, STEPS.c.step_id == step_id)
+        ).first()
+        fields = row_fields(row.state if row is not None else None, step_id)
+        return StepState.model_construct(**fields) if fields is not None else None
+
+    @staticmethod
+    def _check_step_rename(
+        conn: Connection,
+        plan_id: str,
+        old: str,
+        new: str,
+        states: Mapping[str, StepState | None],
+    ) -> None:
+        if old == new:
+            raise LedgerError(f"step {old!r} is already called {new!r}: nothing to rename")
+        if not has_history(states[old]):
+            raise LedgerError(
+                f"step {old!r} has no history in plan {plan_id!r}: nothing to carry over"
+            )
+        if has_history(states[new]):
+            st = states[new]
+            raise LedgerError(
+                f"step {new!r} already has a history ({st.status if st else '?'}): a rename "
+                "never merges two histories"
+            )
+        held = conn.execute(
+            select(HOLDS.c.run_id).where(HOLDS.c.plan_id == plan_id, HOLDS.c.step_id == old)
+        ).first()
+        if held is not None:
+            raise LedgerError(
+                f"a run ({held.run_id}) holds step {old!r}: let it end before renaming the step"
+            )
 
     @staticmethod
     def _check_rename(conn: Connection, old: str, new: str) -> None:

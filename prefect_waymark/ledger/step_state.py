@@ -20,6 +20,7 @@ __all__ = [
     "apply_to_fields",
     "check_status_transition",
     "folded_json",
+    "has_history",
     "new_state_fields",
     "row_fields",
     "states_by_step",
@@ -38,6 +39,7 @@ _ALLOWED_FROM: dict[EventKind, frozenset[str] | None] = {
     EventKind.step_refused: frozenset({"pending", "failed"}),
     EventKind.step_blocked: frozenset({"pending", "failed", "in_progress", "blocked"}),
     EventKind.step_skipped: frozenset({"pending", "failed", "blocked"}),
+    EventKind.step_renamed: None,
     EventKind.action_intent: None,
     EventKind.action_applied: None,
     EventKind.action_not_applied: None,
@@ -93,6 +95,23 @@ class StepState(BaseModel):
 STATE_FIELDS: dict[str, Any] = StepState(step_id="").model_dump(mode="json")
 _NAMES = tuple(STATE_FIELDS)
 _CONTAINERS = tuple((k, v) for k, v in STATE_FIELDS.items() if isinstance(v, dict | list))
+
+
+def has_history(state: StepState | None) -> bool:
+    """Whether the ledger holds anything of the step beyond a fresh start: it ran, was stopped,
+    skipped or rerun, or claimed an action (a renamed step's old id, started afresh, has
+    none)."""
+    if state is None:
+        return False
+    return bool(
+        state.status != StepStatus.pending
+        or state.completed_at
+        or state.receipts
+        or state.open_actions
+        or state.attempts
+        or state.interrupted
+        or state.generation
+    )
 
 
 def new_state_fields(step_id: str) -> dict[str, Any]:
@@ -259,8 +278,25 @@ def apply_to_fields(
     elif kind == EventKind.step_refused:
         s["status"] = "failed"
         s["error"] = d.get("reason")
+    elif kind == EventKind.step_renamed:
+        _apply_rename(s, d)
     elif kind in ACTION_EVENT_KINDS:
         _apply_action(s, kind, at, run_id, d)
+
+
+def _apply_rename(s: dict[str, Any], d: dict[str, Any]) -> None:
+    """A renamed step takes its old id's state (``state``, as it was when renamed); the old id
+    starts afresh (``to_step``: a step of that id added later has no history); a step renamed,
+    or whose dependencies were, takes the definition hash under the new ids (``def_hash``)."""
+    kept = {k: s[k] for k in ("step_id", "last_event", "last_at")}
+    if isinstance(d.get("state"), dict):
+        s.update((k, v) for k, v in d["state"].items() if k in s)
+        s.update(kept)
+    if d.get("to_step"):
+        s.update(new_state_fields(str(s["step_id"])))
+        s.update(kept)
+    if d.get("def_hash"):
+        s["def_hash"] = d["def_hash"]
 
 
 def _apply_action(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -188,8 +189,13 @@ class StepSpec(BaseModel):
             body.update(plan=self.plan, plan_hash=self._subplan[1] if self._subplan else None)
         return body
 
-    def definition_hash(self) -> str:
-        raw = json.dumps(self.definition(), sort_keys=True, separators=(",", ":"))
+    def definition_hash(self, depends_on: Sequence[str] | None = None) -> str:
+        """The digest of :meth:`definition`; with ``depends_on``, of the definition with those
+        dependencies instead (what it was before a dependency was renamed or changed)."""
+        body = self.definition()
+        if depends_on is not None:
+            body["depends_on"] = sorted(depends_on)
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(raw.encode()).hexdigest()
 
 

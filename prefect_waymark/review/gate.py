@@ -281,10 +281,9 @@ class ReviewGate:
         """The answer says what became of the step's open action: record it first. A receipt
         for a step without an open action is ignored (it would record an action that never
         ran as applied)."""
-        from .receipts import record_receipt
+        from .receipts import open_intents, record_receipt
 
-        state = self.ledger.step_states(self.plan.plan_id).get(step_id)
-        if state is None or not state.open_actions:
+        if not open_intents(self.ledger, self.plan, step_id):  # inherited ones too
             self.log.warning(
                 "review: step %s has no action whose outcome is unknown; receipt %r ignored",
                 step_id,

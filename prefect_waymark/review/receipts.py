@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ..guards.receipts import receipts_of_action
 from ..ledger import Ledger
 from ..ledger.event_writers import record_decision
 from ..ledger.events import EventKind
@@ -16,17 +17,36 @@ from ..ledger.identity import default_executor
 from ..ledger.receipts import ReceiptRecord, default_action_key
 from ..plan.spec import PlanSpec
 
-__all__ = ["choose_key", "record_receipt"]
+__all__ = ["choose_key", "open_intents", "record_receipt", "step_receipts"]
+
+
+def step_receipts(ledger: Ledger, plan: PlanSpec, step_id: str) -> list[ReceiptRecord]:
+    """The step's receipt rows, with those of its action that a step no longer holding it
+    claimed (renamed, removed, or the action moved here): the receipt follows the action
+    (:func:`~prefect_waymark.guards.receipts.receipts_of_action`)."""
+    every = ledger.receipts(plan.plan_id)
+    rows = [r for r in every if r.step_id == step_id]
+    name = next((s.action for s in plan.steps if s.id == step_id), None)
+    if name is not None and not any(r.action == name for r in rows):
+        rows += receipts_of_action(plan, step_id, name, every)
+    return rows
+
+
+def open_intents(ledger: Ledger, plan: PlanSpec, step_id: str) -> list[ReceiptRecord]:
+    """The step's actions whose outcome is unknown (an intent with no receipt), inherited
+    ones included."""
+    return [r for r in step_receipts(ledger, plan, step_id) if r.state == "intent"]
 
 
 def choose_key(
     ledger: Ledger, plan: PlanSpec, step_id: str, action: str | None, key: str | None
 ) -> tuple[str, str]:
-    """The (key, action) a person means: given, or the step's only open intent."""
-    rows = ledger.receipts(plan.plan_id, step_id)
+    """The (key, action) a person means: given, or the step's only open intent — its own, or
+    one its action inherited from a step that no longer holds it (:func:`step_receipts`)."""
+    rows = step_receipts(ledger, plan, step_id)
     if key is not None:
-        row = next((r for r in rows if r.key == key), None) or ledger.receipt(key)
-        if row is not None and row.step_id != step_id:
+        row = next((r for r in rows if r.key == key), None)
+        if row is None and (row := ledger.receipt(key)) is not None and row.step_id != step_id:
             raise ValueError(f"--key {key!r} belongs to step {row.step_id!r}, not {step_id!r}")
         name = row.action if row is not None else action or plan.step(step_id).action
         if name is None:

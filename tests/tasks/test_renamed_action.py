@@ -53,19 +53,17 @@ def test_renaming_an_action_step_never_applies_its_action_again(
     assert first.returncode == 0, first.stdout + first.stderr
     assert service.calls == {"blog/publish/publish-post": 1}
 
-    # The everyday tidy-up: the step takes its action's name. (`announce` now depends on a
-    # step of another id: its definition changed, and it stops for review first.)
+    # The everyday tidy-up: the step takes its action's name. The run finds the rename (the
+    # same definition under a new id): the step keeps its completion and nothing runs again
+    # (`announce`, whose dependency was renamed, keeps its completion too).
     _plan(tmp_path, "publish-post")
-    stopped = run_cli("run", str(plan))
-    assert stopped.returncode == 4 and "announce: definition changed" in stopped.stdout
-    assert service.calls == {"blog/publish/publish-post": 1}
-    assert run_cli("review", str(plan), "--step", "announce", "--accept").returncode == 0
     second = run_cli("run", str(plan))
     assert second.returncode == 0, second.stdout + second.stderr
     assert service.calls == {"blog/publish/publish-post": 1}  # published once, not twice
     assert _lines(tmp_path / "publish.count") == 1  # the command did not run again
+    assert _lines(tmp_path / "announce.count") == 1
     out = second.stdout + second.stderr
-    assert "the receipt follows the action" in out and "publish-post" in out
+    assert "renamed publish → publish-post (same definition): completion kept" in out
     status = run_cli("status", str(plan), "--json")
     assert '"publish-post"' in status.stdout and status.returncode == 0
 
