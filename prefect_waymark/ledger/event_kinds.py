@@ -40,6 +40,9 @@ class EventKind(ValueEnum):
     step_review_accepted = "step_review_accepted"
     step_refused = "step_refused"
     step_skipped = "step_skipped"  # `waymark skip`: left out on purpose, with a reason
+    # A completed step whose inputs changed after it completed: an upstream step's rerun, its
+    # output edited and accepted, or its result replaced (the status stays completed).
+    step_stale = "step_stale"
     # Agent and manual steps (checked in from outside the flow: prefect_waymark/agents).
     step_blocked = "step_blocked"
     step_waiting = "step_waiting"
@@ -84,6 +87,7 @@ STEP_EVENT_KINDS = frozenset(
         EventKind.step_refused,
         EventKind.step_blocked,
         EventKind.step_skipped,
+        EventKind.step_stale,
     }
     | ACTION_EVENT_KINDS
 )

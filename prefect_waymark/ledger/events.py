@@ -44,6 +44,7 @@ from .event_payloads import (
     StepFailedData,
     StepInterruptedData,
     StepSkippedData,
+    StepStaleData,
     StepStartedData,
     StepStoppedData,
     StepWaitingData,
@@ -77,6 +78,7 @@ __all__ = [
     "StepFailedData",
     "StepInterruptedData",
     "StepSkippedData",
+    "StepStaleData",
     "StepStartedData",
     "StepStoppedData",
 ]
@@ -113,6 +115,7 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.step_review_accepted: StepDecisionData,
     EventKind.step_refused: StepStoppedData,
     EventKind.step_skipped: StepSkippedData,
+    EventKind.step_stale: StepStaleData,
     EventKind.step_blocked: StepBlockedData,
     EventKind.step_waiting: StepWaitingData,
     EventKind.action_intent: ActionIntentData,
