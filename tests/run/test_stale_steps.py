@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from prefect_waymark.ledger import EventKind, open_ledger
+from prefect_waymark.ledger.events import EVENT_PAYLOADS
 from tests._support.action_plans import PY, prepare_workdir
 from tests._support.helpers import run_cli, write_plan
 from tests._support.http_counter import CounterService
@@ -75,7 +77,10 @@ def test_a_rerun_cascades_to_the_steps_after_it_in_order(tmp_path: Path, ledger_
     assert steps["derive"]["stale"]["because"] == "fetch"
     assert steps["report"]["stale"]["why"] == "rerun requested"
     table = _cli(ledger_url, "status", str(plan))
-    assert "stale" in table.stdout and "fetch" in table.stdout
+    assert "completed, stale: upstream `fetch` changed (rerun requested)" in table.stdout
+    nxt = _cli(ledger_url, "next", str(plan), "--json")
+    doc = json.loads(nxt.stdout)
+    assert [s["step"] for s in doc["stale"]] == ["derive", "report"], nxt.stdout
 
     second = _cli(ledger_url, "run", str(plan))
     assert second.returncode == 0, second.stdout + second.stderr
@@ -85,6 +90,19 @@ def test_a_rerun_cascades_to_the_steps_after_it_in_order(tmp_path: Path, ledger_
     assert all(s["status"] == "completed" and not s["stale"] for s in steps.values())
     third = _cli(ledger_url, "run", str(plan))
     assert third.returncode == 0 and len(_order(tmp_path)) == 6  # nothing ran again
+    with open_ledger(ledger_url, create=False) as led:
+        marks = led.events("data", kinds=[EventKind.step_stale])
+    assert [(e.step_id, e.data["because"]) for e in marks] == [
+        ("derive", "fetch"),
+        ("report", "fetch"),
+    ]
+    payload = EVENT_PAYLOADS[EventKind.step_stale]
+    for e in marks:  # each fits its kind's payload
+        assert (
+            payload.__required_keys__
+            <= set(e.data)
+            <= (payload.__required_keys__ | payload.__optional_keys__)
+        )
 
 
 def test_rerun_only_keeps_the_steps_after_it(tmp_path: Path, ledger_url: str) -> None:
