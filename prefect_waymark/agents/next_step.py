@@ -16,7 +16,7 @@ from typing import Any
 
 from ..ledger import Ledger
 from ..ledger.events import EventKind
-from ..ledger.progress_view import PlanView, build_view
+from ..ledger.progress_view import PlanView, build_view, stale_words
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..run import exit_codes
@@ -58,8 +58,9 @@ def _available(
         return False
     if executor is not None and step.owner not in (None, executor):
         return False
-    return all(
-        states.get(d) is not None and states[d].status == "completed" for d in step.depends_on
+    return all(  # a stale need runs again first: its new output is what the step needs
+        states.get(d) is not None and states[d].status == "completed" and not states[d].stale
+        for d in step.depends_on
     )
 
 
@@ -135,6 +136,7 @@ def _step_doc(
                 ],
                 "evidence": dict(ds.evidence) if ds else {},
                 "skipped": ds.skipped if ds else None,  # `waymark skip`: left out, no outputs
+                "stale": ds.stale if ds else None,  # runs again before this step is offered
             }
         )
     attempts = [
@@ -302,6 +304,12 @@ def next_document(
         "contract": {"goal": reading.goal, "forbidden": reading.forbidden},
         "refs_changed": [r for r in reading.refs if r.get("result") == "changed"],
         "needs_review": view.needs_review,
+        # completed steps whose inputs changed since: the next run runs them again (or stops)
+        "stale": [
+            {"step": v.id, "why": stale_words(v.stale), **v.stale}
+            for v in view.steps
+            if v.stale and v.status == "completed"
+        ],
         "boundary": boundary,
     }
     if target is not None:

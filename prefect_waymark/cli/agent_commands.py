@@ -207,6 +207,9 @@ def _next_text(doc: dict[str, Any]) -> str:
     for r in doc.get("refs_changed") or []:
         lines.append(f"ref changed: {r['name']} ({r.get('where')}): {r.get('accepted')} -> "
                      f"{r.get('current')}")  # fmt: skip
+    for st in doc.get("stale") or []:
+        again = "the next `waymark run` runs it again (or stops it for review)"
+        lines.append(f"stale: {st['step']}: {st['why']} — {again}")
     step = doc.get("step")
     if step is None:
         lines.append(f"nothing to do now: {doc['reason']}")

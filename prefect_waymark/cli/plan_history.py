@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..ledger.event_payloads import StepDecisionData
 from ..ledger.event_writers import record_decision
 from ..ledger.events import EventKind
 from ._common import check_not_closed, fail, load_or_exit, open_or_exit, workdir_for
@@ -23,10 +24,24 @@ def rerun(
     ledger: LedgerOpt = None,
     reason: ReasonOpt = "",
     by: ByOpt = None,
+    only: Annotated[
+        bool,
+        typer.Option(
+            "--only",
+            help="Run this step alone: the completed steps after it are kept as they are, on "
+            "purpose (recorded; they are not stale).",
+        ),
+    ] = False,
 ) -> None:
-    """Record an explicit re-run of a step; the next ``waymark run`` executes it again."""
+    """Record an explicit re-run of a step; the next ``waymark run`` executes it again.
+
+    The completed steps after it become stale: the next run runs them again after it, in
+    dependency order (a step whose action was applied, or an agent's or a person's step, stops
+    for review instead). ``--only`` keeps them as they are.
+    """
     from ..errors import PlanClosedError, TransitionError
     from ..ledger.identity import default_executor
+    from ..review.stale import WHY_RERUN, completed_dependents, mark_dependents_stale
 
     spec = load_or_exit(plan)
     if step not in {s.id for s in spec.steps}:
@@ -34,8 +49,13 @@ def rerun(
     led = open_or_exit(ledger, workdir_for(spec, workdir), create=False, plan=spec)
     if led is None:
         fail(f"plan {spec.plan_id!r} has no recorded run: nothing to re-run")
+    who = by or default_executor()
     with led:
         check_not_closed(spec, led)  # a closed plan runs nothing again
+        after = completed_dependents(spec, led.step_states(spec.plan_id), step)
+        data: StepDecisionData = {"by": who, "reason": reason}
+        if only:
+            data["kept"] = after
         try:
             record_decision(
                 led,
@@ -43,17 +63,26 @@ def rerun(
                 EventKind.step_rerun_requested,
                 step_id=step,
                 branch=spec.step(step).branch,
-                by=by or default_executor(),
-                reason=reason,
+                **data,
             )
         except (TransitionError, PlanClosedError) as exc:  # closed meanwhile
             fail(str(exc))
+        stale = [] if only else mark_dependents_stale(led, spec, step, WHY_RERUN, by=who)
         # A receipt of a renamed `action:` is another action's; a code step's actions are
         # named in its code (`@action(...)`), so each receipt of it counts.
         action = spec.step(step).action
         rows = led.receipts(spec.plan_id, step)
         applied = [r for r in rows if r.state == "applied" and action in (None, r.action)]
     print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
+    if only and after:
+        print(f"kept as they are, on purpose (--only, by {who}): {', '.join(after)}")
+    elif stale:
+        print(
+            f"stale now: {', '.join(stale)} — the next run runs them again after {step!r}, in "
+            "this order (a step whose action was applied, or an agent's or a person's step, "
+            f"stops for review instead); `waymark rerun {plan} {step} --only` would have kept "
+            "them"
+        )
     by_hand = spec.step(step).checked_in  # an agent's or a person's step: told, not skipped
     for r in applied:
         what = (

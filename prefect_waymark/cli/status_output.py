@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..ledger.progress_view import PlanView
+from ..ledger.progress_view import PlanView, stale_words
 from ..text.controls import visible
 from ..text.markdown import cell
 from .status_table import LARGE_TABLE_ROWS, fast_table
@@ -62,6 +62,9 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
         if s.skipped is not None:  # `waymark skip`: completed without running
             text = f"skipped: {cell(s.skipped, 60)}"
             status, style = escape(text), "dim green"
+        elif s.stale and s.status == "completed":  # runs again on the next run (or stops)
+            text = f"completed, stale: {stale_words(s.stale)}"
+            status, style = escape(text), "yellow"
         if s.id in subplans:  # a `plan:` step: its sub-plan's progress
             from ..subplans.status import subplan_cell
 

@@ -87,6 +87,9 @@ class StepRecords:
         self.refused: set[str] = set()
         #: Agent or manual steps the ledger shows refused (a forbidden action): not waited for.
         self.refused_checkins: set[str] = set()
+        #: Completed steps whose inputs changed after they completed (the ledger's
+        #: ``step_stale``): run again once their needs are done and not stale themselves.
+        self.stale: set[str] = set()
         self._reread = True
 
     def refresh(self, only: str | None = None) -> None:
@@ -110,6 +113,10 @@ class StepRecords:
                 self.skipped.add(sid)
             else:
                 self.skipped.discard(sid)
+            if st is not None and st.status == "completed" and st.stale:
+                self.stale.add(sid)
+            else:
+                self.stale.discard(sid)
 
     def stop(self, sid: str, verdict: Verdict) -> GateOutcome:
         """Hand a stop to the review gate and take its outcome into the statuses."""
@@ -224,6 +231,7 @@ class StepRecords:
             self._keep_outputs(sid, hashed)
             self.values[sid] = value
             self.status[sid] = "completed"
+            self.stale.discard(sid)
             self.guards.after_step(self.rt.context, spec, value)
             for observer in self.observers:
                 observer.step_completed(self.rt.context, spec)

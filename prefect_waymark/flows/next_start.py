@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from ..ledger.progress_view import PlanView, StepView
+from ..ledger.progress_view import PlanView, StepView, stale_words
 from ..run.slot_budget import SlotBudget
 from ..run.summary import RunResult
 
-__all__ = ["failed_reason", "failed_start", "next_reason", "waiting_reason"]
+__all__ = ["failed_reason", "failed_start", "next_reason", "stale_reason", "waiting_reason"]
 
 
 def next_reason(
@@ -63,3 +63,13 @@ def failed_start(view: PlanView, start: str | None) -> StepView | None:
         return None
     step = view.step(start)
     return step if step.status == "failed" else None
+
+
+def stale_reason(view: PlanView, start: str | None) -> str:
+    """Why the next run starts at a stale step (completed, its inputs changed since), if so."""
+    if start is None:
+        return ""
+    step = view.step(start)
+    if not step.stale or step.status != "completed":
+        return ""
+    return f"step {start} is stale ({stale_words(step.stale)}); the next run runs it again"

@@ -18,10 +18,12 @@ from ..errors import BranchBusyError, PlanClosedError, TransitionError, WaymarkE
 from ..guards.base import GuardBase, Guards
 from ..guards.observers import RunObserver
 from ..ledger.base import this_host
-from ..ledger.event_writers import record_step_started
+from ..ledger.event_writers import record_decision, record_step_started
 from ..ledger.events import RELEASE_EVENT_KINDS, EventKind
+from ..ledger.identity import default_executor
 from ..results.storage import ResultAccess, StorageSpec
 from ..review.gate import ReviewGate
+from ..review.stale import stale_verdict, stale_words
 from ..run.resume import take_over_dead
 from ..run.runtime import StepRuntime
 from ..runners.remote import RemoteRuntime
@@ -83,7 +85,7 @@ class PlanLoop(StepRecords):
         self._announced_waits: set[str] = set()
         self.branches = {s.branch for s in self.plan.steps}
         self.targets = self._targets()
-        self.frontier = ReadyFrontier(self.order, self.specs, self.status)
+        self.frontier = ReadyFrontier(self.order, self.specs, self.status, self.stale)
         #: branch -> the run that held it when this run last tried to start a step there.
         self.busy_by: dict[str, str] = {}
         self._running: dict[PrefectFuture[Any], str] = {}  # this run's steps in progress
@@ -106,7 +108,7 @@ class PlanLoop(StepRecords):
 
     def run(self) -> LoopOutcome:
         """Start ready steps until nothing more may start; wait for the running ones."""
-        out = LoopOutcome(skipped=[s for s in self.order if self.status[s] == "completed"])
+        out = LoopOutcome(skipped=[s for s in self.order if self.frontier.done(s)])
         try:
             self._run(out)
             if out.stopped_by == "closed":
@@ -131,9 +133,42 @@ class PlanLoop(StepRecords):
     def _ready(self, sid: str, failed_here: set[str]) -> bool:
         if sid not in self.targets or sid in failed_here or sid in self.refused:
             return False
-        if self.status[sid] not in ("pending", "failed"):
+        if not all(self.frontier.done(d) for d in self.specs[sid].depends_on):
+            return False  # a need not completed, or stale (it runs again first)
+        if sid in self.stale and self.status[sid] == "completed":
+            return self._run_again(sid)
+        return self.status[sid] in ("pending", "failed")
+
+    def _run_again(self, sid: str) -> bool:
+        """A stale step whose needs are all done: record its rerun (it runs in this run, after
+        them), or stop it for review when that is a person's choice (its action was applied;
+        an agent's or a person's step). True if it is ready to start now."""
+        st = self.ledger.step_states(self.plan.plan_id).get(sid)
+        if st is None or st.status != "completed" or not st.stale:
+            self.refresh(sid)  # moved on meanwhile: the ledger says
             return False
-        return all(self.status[d] == "completed" for d in self.specs[sid].depends_on)
+        verdict = stale_verdict(self.plan, sid, st)
+        if verdict is not None:
+            self.stop(sid, verdict)  # an answer in this run (rerun) makes it pending
+            return self.status[sid] in ("pending", "failed") and sid not in self.stale
+        stale = st.stale
+        try:
+            record_decision(
+                self.ledger,
+                self.plan.plan_id,
+                EventKind.step_rerun_requested,
+                step_id=sid,
+                branch=self.specs[sid].branch,
+                run_id=self.rt.run_id,
+                by=self.rt.executor or default_executor(),
+                reason=f"{stale_words(stale)}: runs again after it",
+            )
+        except (TransitionError, PlanClosedError):  # moved on, or closed: the ledger says
+            self.refresh(sid)
+            return False
+        self.log.info("step %s is stale (%s): running it again", sid, stale_words(stale))
+        self.refresh(sid)
+        return self.status[sid] == "pending"
 
     def _renew_leases(self, stop: threading.Event) -> None:
         """Keep this run's holds alive while it runs (also while a step runs inline)."""

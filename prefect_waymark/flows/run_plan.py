@@ -68,7 +68,7 @@ from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fie
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
-from .next_start import failed_reason, failed_start, next_reason, waiting_reason
+from .next_start import failed_reason, failed_start, next_reason, stale_reason, waiting_reason
 from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
@@ -395,6 +395,7 @@ def _run_steps(
             else waiting_reason(outcome.waiting)
             if outcome.stopped_by == "waiting" and result == "stopped"
             else next_reason(result, outcome.stopped_by, options.max_steps, suspend, run.budget)
+            or stale_reason(view, start)
         ),
     )
     return summary, states, view, suspend

@@ -42,6 +42,9 @@ class EventKind(ValueEnum):
     step_skipped = "step_skipped"  # `waymark skip`: left out on purpose, with a reason
     # A step id changed in the plan file: its history moved to the new id (plan/edits.py).
     step_renamed = "step_renamed"
+    # A completed step whose inputs changed after it completed: an upstream step's rerun, its
+    # output edited and accepted, or its result replaced (the status stays completed).
+    step_stale = "step_stale"
     # Agent and manual steps (checked in from outside the flow: prefect_waymark/agents).
     step_blocked = "step_blocked"
     step_waiting = "step_waiting"
@@ -89,6 +92,7 @@ STEP_EVENT_KINDS = frozenset(
         EventKind.step_blocked,
         EventKind.step_skipped,
         EventKind.step_renamed,
+        EventKind.step_stale,
     }
     | ACTION_EVENT_KINDS
 )

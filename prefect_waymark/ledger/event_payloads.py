@@ -34,6 +34,7 @@ __all__ = [
     "StepFailedData",
     "StepRenamedData",
     "StepSkippedData",
+    "StepStaleData",
     "StepInterruptedData",
     "StepStartedData",
     "StepStoppedData",
@@ -255,6 +256,10 @@ class StepDecisionData(_Decision, total=False):
     def_hash: str
     resume_status: str
     outputs: dict[str, str]
+    #: ``waymark rerun --only``: the completed steps after it kept as they are, on purpose
+    kept: list[str]
+    #: a review's rerun of a step whose action was applied: the action gets a new key
+    new_key: bool
 
 
 class _ActionRef(TypedDict):
@@ -401,6 +406,20 @@ class PlanSeenData(TypedDict, total=False):
     changes: list[dict[str, Any]]
     by: str
     source: str
+
+
+class _StepStale(TypedDict):
+    because: str  # the upstream step whose change made this step stale
+    why: str  # "rerun requested", "output edited and accepted" or "result replaced"
+    by: str
+
+
+class StepStaleData(_StepStale, total=False):
+    """A completed step whose inputs changed after it completed: it stays completed, and the
+    next run runs it again after ``because`` (or stops it for review: an applied action, an
+    agent's or a person's step)."""
+
+    reason: str
 
 
 class _PlanClosed(_Reason):

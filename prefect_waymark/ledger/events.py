@@ -46,6 +46,7 @@ from .event_payloads import (
     StepInterruptedData,
     StepRenamedData,
     StepSkippedData,
+    StepStaleData,
     StepStartedData,
     StepStoppedData,
     StepWaitingData,
@@ -81,6 +82,7 @@ __all__ = [
     "StepInterruptedData",
     "StepRenamedData",
     "StepSkippedData",
+    "StepStaleData",
     "StepStartedData",
     "StepStoppedData",
 ]
@@ -118,6 +120,7 @@ EVENT_PAYLOADS: dict[EventKind, type] = {
     EventKind.step_refused: StepStoppedData,
     EventKind.step_skipped: StepSkippedData,
     EventKind.step_renamed: StepRenamedData,
+    EventKind.step_stale: StepStaleData,
     EventKind.step_blocked: StepBlockedData,
     EventKind.step_waiting: StepWaitingData,
     EventKind.action_intent: ActionIntentData,

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ..models import StepStatus
 
-__all__ = ["PlanLike", "PlanView", "StateLike", "StepView", "build_view"]
+__all__ = ["PlanLike", "PlanView", "StateLike", "StepView", "build_view", "stale_words"]
 
 
 class _StepLike(Protocol):
@@ -68,6 +68,8 @@ class StateLike(Protocol):
     def receipts(self) -> list[dict[str, Any]]: ...
     @property
     def open_actions(self) -> dict[str, dict[str, Any]]: ...
+    @property
+    def stale(self) -> dict[str, Any] | None: ...
 
 
 @dataclass(eq=True)
@@ -93,6 +95,9 @@ class StepView:
     open_actions: list[dict[str, Any]] = field(default_factory=list)
     #: ``waymark skip``'s reason: the step is completed without running (no result, no outputs).
     skipped: str | None = None
+    #: A completed step whose inputs changed after it completed: ``because`` (the upstream
+    #: step), ``why``, ``by``, ``at``. The next run runs it again (or stops it for review).
+    stale: dict[str, Any] | None = None
 
 
 @dataclass(eq=True)
@@ -130,6 +135,13 @@ class PlanView:
         if by_id is None or len(by_id) != len(self.steps):
             by_id = self._by_id = {s.id: s for s in self.steps}
         return by_id[step_id]
+
+
+def stale_words(stale: Mapping[str, Any] | None) -> str:
+    """A stale step's why in words: "upstream `fetch` changed (rerun requested)"."""
+    if not stale:
+        return ""
+    return f"upstream `{stale.get('because')}` changed ({stale.get('why')})"
 
 
 _new_view = object.__new__
@@ -233,6 +245,7 @@ def _one_step(
             "receipts": list(st.receipts) if st else [],
             "open_actions": list(st.open_actions.values()) if st else [],
             "skipped": st.skipped if st else None,
+            "stale": dict(st.stale) if st is not None and st.stale else None,
         },
     )
 
@@ -294,10 +307,12 @@ def _plan_view(
     """The plan's view from its steps' views (in plan order) and their statuses."""
     order, by_id = plan.topological_order(), built.by_id
     current = {v.branch: v.id for v in ordered if v.status == "in_progress"}
+    stale = {sid for sid, st in states.items() if st.stale and status_of.get(sid) == _COMPLETED}
     next_step = None
     for sid in order:
-        if status_of[sid] in ("pending", "failed") and all(
-            status_of[d] == "completed" for d in by_id[sid].depends_on
+        # a stale step is next once its needs are done (the run runs it again, or stops it)
+        if (status_of[sid] in ("pending", "failed") or sid in stale) and all(
+            status_of[d] == "completed" and d not in stale for d in by_id[sid].depends_on
         ):
             next_step = sid
             break
@@ -322,7 +337,7 @@ def _plan_view(
             if v.status == "needs_review"
         ],
         counts=counts,
-        complete=all(status == "completed" for status in counts),
+        complete=all(status == "completed" for status in counts) and not stale,
         active_milestone=milestone,
     )
     view._built_from = built

@@ -40,6 +40,7 @@ _ALLOWED_FROM: dict[EventKind, frozenset[str] | None] = {
     EventKind.step_blocked: frozenset({"pending", "failed", "in_progress", "blocked"}),
     EventKind.step_skipped: frozenset({"pending", "failed", "blocked"}),
     EventKind.step_renamed: None,
+    EventKind.step_stale: frozenset({"completed"}),
     EventKind.action_intent: None,
     EventKind.action_applied: None,
     EventKind.action_not_applied: None,
@@ -89,6 +90,12 @@ class StepState(BaseModel):
     #: ``waymark skip``: the reason the step was left out on purpose. A skipped step's status is
     #: ``completed`` without a result or outputs, so the steps after it go on.
     skipped: str | None = None
+    #: A completed step whose inputs changed after it completed: ``because`` (the upstream
+    #: step), ``why``, ``by`` and ``at``. Cleared when it runs again or a review accepts it.
+    stale: dict[str, Any] | None = None
+    #: How many times a review's rerun gave the step's action a new idempotency key (0: the
+    #: key ``plan/step/action``): an applied action is applied again only on such a rerun.
+    action_round: int = 0
 
 
 #: A step with no events yet: :class:`StepState`'s fields and defaults as JSON values, in order.
@@ -203,6 +210,7 @@ def apply_to_fields(
         s["def_hash"] = d.get("def_hash", s["def_hash"])
         s["result_key"] = d.get("result_key", s["result_key"])
         s["blocked_on"] = None
+        s["stale"] = None
     elif kind == EventKind.step_attempt_failed:
         s["attempts"] = int(d.get("attempt", s["attempts"] + 1))
         s["error"] = d.get("error")
@@ -222,6 +230,7 @@ def apply_to_fields(
         s["workdir"] = d.get("workdir")
         s["blocked_on"] = None
         s["skipped"] = None
+        s["stale"] = None
     elif kind == EventKind.step_skipped:
         s["status"] = "completed"
         s["skipped"] = d.get("reason") or "skipped"
@@ -231,6 +240,14 @@ def apply_to_fields(
         s["outputs"] = {}
         s["error"] = None
         s["blocked_on"] = None
+        s["stale"] = None
+    elif kind == EventKind.step_stale:
+        s["stale"] = {
+            "because": d.get("because"),
+            "why": d.get("why"),
+            "by": d.get("by"),
+            "at": at,
+        }
     elif kind == EventKind.step_blocked:
         s["status"] = "blocked"
         s["blocked_on"] = d.get("on")
@@ -258,12 +275,17 @@ def apply_to_fields(
         s["review_data"] = {}
         s["cached"] = False
         s["skipped"] = None
+        s["stale"] = None
+        if d.get("new_key"):
+            s["action_round"] += 1
     elif kind == EventKind.step_review_accepted:
         s["status"] = str(
             StepStatus(d.get("resume_status") or s["status_before_review"] or "pending")
         )
         # Accepting an edited output accepts its current content as the step's output.
         review_data = s["review_data"]
+        if review_data.get("stale"):  # accepted as it is: no longer stale
+            s["stale"] = None
         s["outputs"].update(review_data.get("current_outputs", {}))
         if review_data.get("result_key") and s["status"] == "completed":
             # Accepting a lost result: the step stays completed without a value; a step that

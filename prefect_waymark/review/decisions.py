@@ -15,6 +15,7 @@ from ..ledger.event_payloads import AcceptedVersionsData, StepDecisionData
 from ..ledger.event_writers import record_accepted_versions, record_decision
 from ..ledger.events import EventKind, ProgressEvent
 from ..plan.spec import PlanSpec
+from .stale import WHY_OUTPUT, WHY_RERUN, WHY_RESULT, mark_dependents_stale
 
 __all__ = [
     "Decision",
@@ -92,7 +93,6 @@ def apply_decision(
         hint = "; use `waymark rerun` to run a step again" if decision == "rerun" else ""
         raise ReviewError(f"step {step_id!r} is {status}, not needs_review{hint}")
     details = dict(st.review_data)
-    branch = plan.step(step_id).branch
     if abort_event(ledger, plan_id) is not None:
         ledger.record(plan_id, EventKind.plan_abort_lifted, step_id=step_id, run_id=run_id, by=by)
         done.append(f"plan {plan_id!r} was aborted; this decision lifts the abort")
@@ -111,7 +111,35 @@ def apply_decision(
                 f"note: the contract is {contract['status']}; the next run stops again until "
                 "a new version is accepted (or --abort)"
             )
-    common: StepDecisionData = {"by": by, "reason": reason, "review_reason": st.review_reason}
+    last, why = _record_step_decision(
+        ledger, plan, decision, step_id, st.review_reason, details, by, reason, run_id, done
+    )
+    if why is not None:
+        stale = mark_dependents_stale(
+            ledger, plan, step_id, why, by=by, reason=reason, run_id=run_id
+        )
+        if stale:
+            done.append(f"stale now ({why} of {step_id!r}): {', '.join(stale)}")
+    done.append(last)  # the last line says what the next run does (a paused run says its own)
+    return done
+
+
+def _record_step_decision(
+    ledger: Ledger,
+    plan: PlanSpec,
+    decision: Decision,
+    step_id: str,
+    review_reason: str | None,
+    details: dict[str, Any],
+    by: str,
+    reason: str,
+    run_id: str | None,
+    done: list[str],
+) -> tuple[str, str | None]:
+    """Record accept or rerun of ``step_id``'s stop; return the line that says what the next
+    run does, and why the steps after it are stale now (None: they are not)."""
+    plan_id, branch = plan.plan_id, plan.step(step_id).branch
+    common: StepDecisionData = {"by": by, "reason": reason, "review_reason": review_reason}
     if decision == "accept":
         if "current_hash" in details:
             common["def_hash"] = details["current_hash"]
@@ -124,9 +152,12 @@ def apply_decision(
             run_id=run_id,
             **common,
         )
-        done.append(f"step {step_id!r}: review accepted; the next run continues")
+        last = f"step {step_id!r}: review accepted; the next run continues"
+        why = WHY_OUTPUT if details.get("current_outputs") else None
     else:
         common["from_review"] = True
+        if details.get("reapply"):  # an applied action, stale: a person chose to apply it again
+            common["new_key"] = True
         record_decision(
             ledger,
             plan_id,
@@ -136,5 +167,8 @@ def apply_decision(
             run_id=run_id,
             **common,
         )
-        done.append(f"step {step_id!r} will run again on the next run")
-    return done
+        last = f"step {step_id!r} will run again on the next run"
+        if details.get("reapply"):
+            done.append(f"step {step_id!r}: its action is applied again, once, with a new key")
+        why = WHY_RESULT if "result_key" in details else WHY_RERUN
+    return last, why

@@ -115,6 +115,18 @@ def _recorded(ctx: ActionSite, name: str) -> ReceiptRecord | None:
     return rec
 
 
+def _again_key(ctx: ActionSite, name: str) -> str | None:
+    """The key of an action a person chose to apply again (a review's rerun of a stale step
+    whose action was applied: :mod:`prefect_waymark.review.stale`): ``plan/step/action/again-N``
+    for the step's N-th such rerun, else None (the action keeps its key, and its receipt)."""
+    if ctx.ledger is None:
+        return None
+    st = ctx.ledger.step_states(ctx.plan_id).get(ctx.step_id)
+    if st is None or not st.action_round:
+        return None
+    return f"{default_action_key(ctx.plan_id, ctx.step_id, name)}/again-{st.action_round}"
+
+
 class Action:
     """One irreversible action of a step. Use once, as a context manager or as a decorator."""
 
@@ -131,9 +143,12 @@ class Action:
             raise ValueError("an action needs a name")
         self.ctx = ctx
         self.name = name
-        found = None if key else _recorded(ctx, name)
-        self.key = key or (
-            found.key if found else default_action_key(ctx.plan_id, ctx.step_id, name)
+        again = None if key else _again_key(ctx, name)
+        found = None if key or again else _recorded(ctx, name)
+        self.key = (
+            key
+            or again
+            or (found.key if found else default_action_key(ctx.plan_id, ctx.step_id, name))
         )
         #: The step the key's ledger row names: this one, or the step that claimed the action
         #: before it was renamed or moved here (the receipt follows the action).

@@ -94,7 +94,8 @@ def test_every_event_of_a_real_run_fits_its_kinds_payload(
             def_hash="h",
             result_key="k",
         )
-    proc = run_cli("rerun", str(plan_path), "flaky", "--reason", "again", "--by", "ana")
+    # --only: `pay` (its action applied) is kept as it is, not stale (tests/run/test_stale_steps.py)
+    proc = run_cli("rerun", str(plan_path), "flaky", "--only", "--reason", "again", "--by", "ana")
     assert proc.returncode == 0, proc.stderr
     ended, summary = flow_outcome(plan_path, publish_artifacts=False)
     assert ended == "failed" and summary.failed_steps == ["wire"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...ledger import default_ledger_url
 from ...ledger.events import EventKind, ProgressEvent
-from ...ledger.progress_view import PlanView, StepView, build_view
+from ...ledger.progress_view import PlanView, StepView, build_view, stale_words
 from ...ledger.step_state import StepState
 from ...metrics.table import MUST_BE_ZERO, metric_rows
 from ...models import GoalContract
@@ -292,6 +292,8 @@ def _next_start_text(
         why = "it waits for your answer (below)"
     elif view.step(nxt).status == "failed":
         why = "it failed; the next run retries it"
+    elif view.step(nxt).stale and view.step(nxt).status == "completed":
+        why = f"it is stale ({stale_words(view.step(nxt).stale)}); the next run runs it again"
     elif live is None and last is not None and last.finished:
         why = str(last.finished.get("next_start_reason") or "the next pending step")
     else:
@@ -570,6 +572,8 @@ def steps_section(view: PlanView, states: Mapping[str, StepState], now: datetime
             note = first_line(s.error or s.review_reason, 120) if status != "completed" else ""
             if s.skipped is not None:  # `waymark skip`: completed without running
                 note = "skipped: " + first_line(s.skipped, 110)
+            elif s.stale and status == "completed":  # runs again on the next run (or stops)
+                note = "stale: " + stale_words(s.stale)
             if status == "blocked":
                 note = blocked_why(view, s, 110)
             rows.append(
