@@ -218,6 +218,7 @@ class StepRecords:
                     cached=cached,
                     output_tail=tail,
                     outputs=hashed,
+                    workdir=str(self.rt.workdir),  # where its outputs are (run/reach.py)
                 ),
             ):
                 return

@@ -87,6 +87,10 @@ class StepState(BaseModel):
     #: ``waymark skip``: the reason the step was left out on purpose. A skipped step's status is
     #: ``completed`` without a result or outputs, so the steps after it go on.
     skipped: str | None = None
+    #: A person accepted that this step's persisted result could not be read (``waymark review
+    #: --accept``): the step stays completed and its key is kept — another folder or the result
+    #: storage may still hold it — and the run-start check no longer stops on it.
+    result_lost: bool = False
 
 
 #: A step with no events yet: :class:`StepState`'s fields and defaults as JSON values, in order.
@@ -203,6 +207,7 @@ def apply_to_fields(
         s["workdir"] = d.get("workdir")
         s["blocked_on"] = None
         s["skipped"] = None
+        s["result_lost"] = False
     elif kind == EventKind.step_skipped:
         s["status"] = "completed"
         s["skipped"] = d.get("reason") or "skipped"
@@ -239,6 +244,7 @@ def apply_to_fields(
         s["review_data"] = {}
         s["cached"] = False
         s["skipped"] = None
+        s["result_lost"] = False
     elif kind == EventKind.step_review_accepted:
         s["status"] = str(
             StepStatus(d.get("resume_status") or s["status_before_review"] or "pending")
@@ -247,9 +253,11 @@ def apply_to_fields(
         review_data = s["review_data"]
         s["outputs"].update(review_data.get("current_outputs", {}))
         if review_data.get("result_key") and s["status"] == "completed":
-            # Accepting a lost result: the step stays completed without a value; a step that
-            # needs the value stops again, and `waymark rerun` is the way to recompute it.
-            s["result_key"] = None
+            # Accepting a lost result: the step stays completed and keeps its key (another
+            # folder or the result storage may still hold the value: it is never erased); a
+            # step that needs the value and cannot read it stops again, and `waymark rerun` is
+            # the way to recompute it.
+            s["result_lost"] = True
         s["review_reason"] = None
         s["review_data"] = {}
         if "def_hash" in d:
