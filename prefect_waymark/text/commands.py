@@ -19,6 +19,8 @@ from pathlib import Path
 __all__ = ["carry_options", "remember_options", "waymark_command"]
 
 _GIVEN: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("waymark_given_options", default=())
+#: The commands that take ``--results`` (every other one takes ``--workdir`` and ``--ledger``).
+_TAKE_RESULTS = frozenset({"run", "resume", "next", "start", "done"})
 _PASSWORD = re.compile(r"^([a-z0-9+]+://[^:/@]*):[^@]*@", re.IGNORECASE)
 
 
@@ -50,13 +52,20 @@ def _quoted(value: str) -> str:
 
 def carry_options(command: str) -> str:
     """``command`` (``waymark VERB PLAN ...``) with the options given to this command line
-    that it does not name already."""
+    that it does not name already and that its verb takes."""
+    words = command.split(maxsplit=2)
+    verb = words[1] if len(words) > 1 else ""
     extra = [
-        f"{flag} {_quoted(value)}" for flag, value in _GIVEN.get() if f"{flag} " not in command
+        f"{flag} {_quoted(value)}"
+        for flag, value in _GIVEN.get()
+        if f"{flag} " not in command and (flag != "--results" or verb in _TAKE_RESULTS)
     ]
     return " ".join([command, *extra]) if extra else command
 
 
 def waymark_command(verb: str, plan: Path | str, *rest: str) -> str:
-    """``waymark VERB PLAN REST...`` with the options given (the plan path quoted if needed)."""
-    return carry_options(" ".join(["waymark", verb, shlex.quote(str(plan)), *rest]))
+    """``waymark VERB PLAN REST...`` with the options given (the plan path quoted if needed;
+    a plan that is no file, ``<memory>``, as it is)."""
+    text = str(plan)
+    shown = text if text.startswith("<") else shlex.quote(text)
+    return carry_options(" ".join(["waymark", verb, shown, *rest]))
