@@ -18,7 +18,8 @@ Steps completed in *this* folder are left to the run's guards as before (guards/
 guards/outputs.py): a result or output lost where it was made is the plan's loss, a stop for
 review. Where a step was made is its ``step_completed`` event's ``workdir`` (recorded by check-ins
 and, since the result storage can be pinned, by flow runs); for an older record the
-``run_started`` of the run that completed it says.
+``run_started`` of the run that completed it says — read only when a cheap look (files here, a
+local storage folder) finds something missing, so a run's cost does not grow with its history.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Unreached:
     """What one completed step left that this folder cannot reach."""
 
     step: str
-    made_in: str | None
+    made_in: str
     #: The persisted result's key, when it is out of reach.
     result: str | None = None
     #: The declared outputs out of reach: path -> recorded sha256.
@@ -54,11 +55,15 @@ class Unreached:
 
 
 def _elsewhere(
-    states: dict[str, StepState], ledger: LedgerReader, plan_id: str, workdir: Path
-) -> dict[str, str | None]:
+    states: dict[str, StepState],
+    ledger: LedgerReader,
+    plan_id: str,
+    workdir: Path,
+    storage: StorageSpec | None,
+) -> dict[str, str]:
     """Completed steps made in another folder than ``workdir``: step -> that folder."""
     here = str(workdir.resolve())
-    made: dict[str, str | None] = {}
+    made: dict[str, str] = {}
     unknown: dict[str, str | None] = {}
     for sid, st in states.items():
         if st.status != "completed" or st.skipped is not None:
@@ -66,7 +71,8 @@ def _elsewhere(
         if not st.result_key and not st.outputs:
             continue
         if st.workdir is None:
-            unknown[sid] = st.run_id
+            if _lacks(st, workdir, storage):  # only then is it worth asking where it was made
+                unknown[sid] = st.run_id
         elif st.workdir != here:
             made[sid] = st.workdir
     if unknown:  # older records: the run that completed the step says where it ran
@@ -76,8 +82,24 @@ def _elsewhere(
         for sid, run_id in unknown.items():
             where = runs.get(run_id) if run_id else None
             if where and where != here:
-                made[sid] = where
+                made[sid] = str(where)
     return made
+
+
+def _lacks(st: StepState, workdir: Path, storage: StorageSpec | None) -> bool:
+    """A cheap look (no Prefect, no read): an output missing here, or the result missing from
+    a local storage folder."""
+    if any(h != ABSENT and not (workdir / p).exists() for p, h in st.outputs.items()):
+        return True
+    if not st.result_key or not (storage is None or isinstance(storage, (str, Path))):
+        return False
+    if storage is None:
+        folder = workdir / ".waymark" / "results"
+    elif str(storage).startswith("/"):
+        folder = Path(storage)
+    else:
+        return False  # a block slug: read when a step needs the value
+    return not (folder / st.result_key).exists()
 
 
 def check_reach(
@@ -96,7 +118,7 @@ def check_reach(
     command line that retries with ``--results VALUE`` or ``--workdir VALUE``. ``prepare``:
     called before Prefect is imported (points it at a server). Returns the outputs restored."""
     states = ledger.step_states(spec.plan_id)
-    made = _elsewhere(states, ledger, spec.plan_id, workdir)
+    made = _elsewhere(states, ledger, spec.plan_id, workdir, storage)
     if not made:
         return []
     if prepare is not None:
