@@ -100,15 +100,13 @@ def _storage(spec: Any, results: str | None) -> str | None:
     return storage
 
 
-def _reach(
-    spec: Any, led: Any, wd: Path, storage: str | None, as_json: bool, fix: str
-) -> list[str]:
+def _reach(spec: Any, led: Any, wd: Path, storage: str | None, as_json: bool, fix: str) -> set[str]:
     """Before the check-in records anything: restore the outputs completed steps made in
     another folder left missing here, or refuse (exit 2) naming them (run/reach.py)."""
     from ..run.reach import check_reach
     from ..text.commands import carry_options
 
-    restored: list[str] = _checkin(
+    restored: list[tuple[str, str, str]] = _checkin(
         as_json,
         lambda: check_reach(
             spec,
@@ -119,7 +117,7 @@ def _reach(
             fix=lambda flag, value: carry_options(f"{fix} {flag} {shlex.quote(value)}"),
         ),
     )
-    return restored
+    return {rel for _sid, rel, _sha in restored}
 
 
 def _open(
@@ -239,7 +237,7 @@ def next_command(
     led = _ledger(spec, wd, ledger)
     who = _executor(executor) if executor or os.environ.get("WAYMARK_EXECUTOR") else None
     with led:
-        restored = set(_reach(spec, led, wd, storage, as_json, waymark_command("next", plan)))
+        restored = _reach(spec, led, wd, storage, as_json, waymark_command("next", plan))
         doc, code = _checkin(as_json, lambda: next_document(spec, led, wd, who))
     for up in (doc.get("step") or {}).get("upstream") or []:
         for out in up.get("outputs") or []:

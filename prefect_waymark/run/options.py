@@ -18,6 +18,7 @@ before it points Prefect at a server.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,13 +298,13 @@ class _Reach:
     storage: StorageSpec | None
     command_line: Callable[[], object] | None
 
-    def check(self, spec: PlanSpec, led: Ledger) -> None:
+    def check(self, spec: PlanSpec, led: Ledger, logger: Logger | None) -> None:
         """Refuse the run (``ResultsUnavailable``) if completed steps made in another folder left
         results or outputs this folder cannot reach; restore the outputs it can (run/reach.py)."""
         from ..text.commands import waymark_command
         from .reach import check_reach
 
-        check_reach(
+        restored = check_reach(
             spec,
             led,
             self.workdir,
@@ -312,6 +313,12 @@ class _Reach:
             fix=lambda flag, value: waymark_command("run", spec.source, flag, value),
             prepare=self.command_line,
         )
+        for sid, rel, sha in restored:  # said as the run's guard says it (guards/outputs.py)
+            line = f"output {rel} of step {sid} restored from the result storage ({sha[:12]})"
+            if logger is not None:
+                logger.info("%s", line)
+            else:
+                print(f"waymark: {line}", file=sys.stderr)
 
 
 def _check_ledger(
@@ -346,7 +353,7 @@ def _check_ledger(
             else:
                 check_not_closed(led, spec.plan_id, spec.source)
             if reach is not None:
-                reach.check(spec, led)
+                reach.check(spec, led, logger)
         preflight_markers(spec, led, folder)
     finally:
         if led is not None:

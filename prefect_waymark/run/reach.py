@@ -111,12 +111,13 @@ def check_reach(
     results: bool,
     fix: Callable[[str, str], str],
     prepare: Callable[[], object] | None = None,
-) -> list[str]:
+) -> list[tuple[str, str, str]]:
     """Restore what completed steps made elsewhere left missing here; raise
     :class:`ResultsUnavailable` naming what cannot be reached. ``results``: persisted results
     count too (a flow run reads them; a check-in needs only outputs). ``fix(flag, value)``: the
     command line that retries with ``--results VALUE`` or ``--workdir VALUE``. ``prepare``:
-    called before Prefect is imported (points it at a server). Returns the outputs restored."""
+    called before Prefect is imported (points it at a server). Returns the outputs restored, as
+    (step, path, sha256)."""
     states = ledger.step_states(spec.plan_id)
     made = _elsewhere(states, ledger, spec.plan_id, workdir, storage)
     if not made:
@@ -132,7 +133,7 @@ def check_reach(
             "nothing was recorded",
             sorted(made),
         ) from None
-    restored: list[str] = []
+    restored: list[tuple[str, str, str]] = []
     missing: list[Unreached] = []
     mutable = {s.id: set(s.mutable_outputs) for s in spec.steps}
     for sid in [s.id for s in spec.steps if s.id in made]:
@@ -144,7 +145,7 @@ def check_reach(
             if sha == ABSENT or rel in mutable.get(sid, set()) or (workdir / rel).exists():
                 continue
             if access.outputs is not None and access.outputs.restore(workdir, rel, sha):
-                restored.append(rel)
+                restored.append((sid, rel, sha))
                 continue
             gone.outputs[rel] = sha
         if gone.result or gone.outputs:
