@@ -27,6 +27,7 @@ WaymarkError
 ├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
 ├── UnwritablePathError       a folder a run will write cannot be created or written (checked first)
 ├── NotARegularFile           a path waymark would replace is a device, FIFO, link (an OSError)
+├── ResultsUnavailable        completed steps' results or outputs cannot be reached here (exit 2)
 ├── MarkerFileError           a marker or view file is not waymark's, or is corrupt
 ├── ExportFileError           an audit export a restore reads is not one (names the line)
 ├── CheckinError              a check-in (`waymark start`, `done`, ...) the ledger refuses (exit 2)
@@ -84,6 +85,7 @@ __all__ = [
     "TransitionError",
     "UnknownRefKind",
     "UnwritablePathError",
+    "ResultsUnavailable",
     "WaymarkError",
 ]
 
@@ -300,6 +302,16 @@ class OutcomeUnknownError(NeedsReview):
 
 class ReviewError(WaymarkError):
     """The review decision cannot be applied (no such step, nothing to review)."""
+
+
+class ResultsUnavailable(WaymarkError):
+    """The plan's result storage cannot be had (its pinned variable is not set), or completed
+    steps' results or declared outputs cannot be reached from this folder nor restored from the
+    storage; found before anything is recorded. ``steps`` names the steps concerned."""
+
+    def __init__(self, message: str, steps: list[str] | None = None) -> None:
+        self.steps = list(steps or [])
+        super().__init__(message)
 
 
 class UnwritablePathError(WaymarkError):

@@ -25,6 +25,7 @@ from ..ledger.receipts import ReceiptRecord
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..review.gate import ReviewGate
+from ..text.commands import waymark_command
 from .anchor import reanchor
 from .identity import agent_run_id, item_ids
 
@@ -75,7 +76,7 @@ def _stop(plan: PlanSpec, ledger: Ledger, run_id: str, step: StepSpec, verdict: 
     if outcome == "moved":
         raise CheckinError(
             f"step {step.id} was moved on by another run meanwhile ({verdict.reason}); "
-            f"`waymark next {plan.source}` says where it stands"
+            f"`{waymark_command('next', plan.source)}` says where it stands"
         )
     word = "refused" if outcome == "refused" else "stopped for review"
     raise CheckinStopped(f"step {step.id} {word}: {verdict.reason}")
@@ -179,11 +180,12 @@ def require_holder(
         if st is not None and st.last_event == "step_interrupted" and st.error:
             raise CheckinError(
                 f"step {step.id}: your hold ran out (no `waymark tick` within its lease) and was "
-                f"released ({st.error}); `waymark start {plan.source} {step.id} --executor "
-                f"{executor}` takes it again"
+                f"released ({st.error}); "
+                f"`{waymark_command('start', plan.source, step.id, '--executor', executor)}` "
+                "takes it again"
             )
         hint = (
-            f": `waymark start {plan.source} {step.id} --executor {executor}` first"
+            f": `{waymark_command('start', plan.source, step.id, '--executor', executor)}` first"
             if status in ("pending", "failed", "blocked")
             else ""
         )

@@ -20,6 +20,7 @@ from ..ledger.progress_view import PlanView, build_view, stale_words
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..run import exit_codes
+from ..text.commands import waymark_command
 from .anchor import reanchor
 from .checkin import (
     CheckinStopped,
@@ -171,10 +172,16 @@ def _step_doc(
         "upstream": upstream,
         "attempts": attempts[-10:],
         "commands": {
-            "start": f"waymark start {plan.source} {step.id} --executor {who}",
-            "tick": f"waymark tick {plan.source} {step.id} --executor {who}",
-            "done": f"waymark done {plan.source} {step.id} --executor {who}"
-            + "".join(f' --evidence "{i}: ..."' for i in acceptance_ids(step)),
+            "start": waymark_command("start", plan.source, step.id, "--executor", who),
+            "tick": waymark_command("tick", plan.source, step.id, "--executor", who),
+            "done": waymark_command(
+                "done",
+                plan.source,
+                step.id,
+                "--executor",
+                who,
+                *(f'--evidence "{i}: ..."' for i in acceptance_ids(step)),
+            ),
         },
     }
 
@@ -215,8 +222,9 @@ def _why_nothing(plan: PlanSpec, view: PlanView, states: dict[str, StepState], e
     if view.needs_review:
         item = view.needs_review[0]
         return (
-            f"needs review: step {item['step']} ({item.get('reason')}); answer with `waymark "
-            f"review {plan.source} --step {item['step']} --accept|--rerun|--abort`"
+            f"needs review: step {item['step']} ({item.get('reason')}); answer with `"
+            + waymark_command("review", plan.source, "--step", item["step"])
+            + " --accept|--rerun|--abort`"
         )
     mine = agent_run_id(executor) if executor else None
     for h in ledger.holds(plan.plan_id):
@@ -230,18 +238,36 @@ def _why_nothing(plan: PlanSpec, view: PlanView, states: dict[str, StepState], e
     refused = [sid for sid, st in states.items() if refused_before(st)]
     if refused:
         return (
-            f"refused: step {refused[0]} — {states[refused[0]].error}; `waymark rerun "
-            f"{plan.source} {refused[0]}` offers it again (after the plan or contract changed)"
+            f"refused: step {refused[0]} — {states[refused[0]].error}; "
+            f"`{waymark_command('rerun', plan.source, refused[0])}` offers it again (after the "
+            "plan or contract changed)"
         )
     nxt = view.next_step
     if nxt is not None:
         step = plan.step(nxt)
         if not step.checked_in:
-            return f"next is code step {nxt}: a flow run does it (`waymark run {plan.source}`)"
+            run = waymark_command("run", plan.source)
+            return f"next is code step {nxt}: a flow run does it (`{run}`)"
         return f"next step {nxt} is for {step.owner}, not {executor}"
     if view.blocked:
         return f"blocked: {', '.join(view.blocked)} behind a failed step"
     return "nothing is ready"
+
+
+def _next_start_now(view: PlanView, said: Any) -> dict[str, Any]:
+    """Where the plan starts next now (:attr:`PlanView.next_start`), in the marker's shape
+    (``step``, ``why``): the marker's own words while it still holds; else why it moved —
+    steps completed, answered or rerun since that run, in this folder or another."""
+    step = view.next_start
+    if isinstance(said, dict) and said.get("step") == step:
+        return said
+    if step is None:
+        why = "plan complete"
+    elif view.needs_review:
+        why = "stopped for review since that run"
+    else:
+        why = "the plan moved since that run (steps checked in or run since, here or elsewhere)"
+    return {"step": step, "why": why}
 
 
 def next_document(
@@ -290,10 +316,8 @@ def next_document(
     boundary = None
     if last is not None:
         d = last.data
-        boundary = {
-            k: d.get(k)
-            for k in ("run_id", "executor", "started_at", "ended_at", "result", "next_start")
-        }
+        boundary = {k: d.get(k) for k in ("run_id", "executor", "started_at", "ended_at", "result")}
+        boundary["next_start"] = _next_start_now(view, d.get("next_start"))
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "plan_id": plan.plan_id,

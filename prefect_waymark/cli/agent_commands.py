@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -57,21 +58,22 @@ def _executor(given: str | None) -> str:
     return name
 
 
-def _check_results(results: str | None) -> None:
-    """``--results`` before anything is recorded: an absolute folder, or the slug of a saved
-    file-system block on a Prefect server that is already known (none is started for it)."""
+def _check_results(results: str | None, label: str = "--results") -> None:
+    """``--results`` (or the plan's ``results:``, ``label``) before anything is recorded: an
+    absolute folder, or the slug of a saved file-system block on a Prefect server that is
+    already known (none is started for it)."""
     if results is None or results.startswith("/"):
         return
     if results.count("/") != 1 or results.startswith(".") or not results.strip("/"):
         fail(
-            f"--results {results[:100]!r}: expected an absolute folder path or a saved "
+            f"{label} {results[:100]!r}: expected an absolute folder path or a saved "
             "file-system block's slug (e.g. local-file-system/team-results)"
         )
     from ..review.suspend import prefect_api_known
 
     if not prefect_api_known():
         fail(
-            f"--results {results}: a block lives on a Prefect server and none is known here "
+            f"{label} {results}: a block lives on a Prefect server and none is known here "
             "(set PREFECT_API_URL), or give an absolute folder path"
         )
     from .run_command import storage_problem
@@ -82,7 +84,40 @@ def _check_results(results: str | None) -> None:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         problem = f"the block cannot be read ({type(exc).__name__}: {first})"
     if problem is not None:
-        fail(f"--results {results}: {problem}")
+        fail(f"{label} {results}: {problem}")
+
+
+def _storage(spec: Any, results: str | None) -> str | None:
+    """The check-in's result storage: ``--results``, else the plan file's ``results:``
+    (checked as ``--results`` is); ``None``: the workdir's own."""
+    from ..plan.results_pin import chosen_storage
+
+    try:
+        storage: str | None = chosen_storage(results, spec)
+    except WaymarkError as exc:
+        fail(str(exc))
+    _check_results(storage, "--results" if results else f"results: in {spec.source}:")
+    return storage
+
+
+def _reach(spec: Any, led: Any, wd: Path, storage: str | None, as_json: bool, fix: str) -> set[str]:
+    """Before the check-in records anything: restore the outputs completed steps made in
+    another folder left missing here, or refuse (exit 2) naming them (run/reach.py)."""
+    from ..run.reach import check_reach
+    from ..text.commands import carry_options
+
+    restored: list[tuple[str, str, str]] = _checkin(
+        as_json,
+        lambda: check_reach(
+            spec,
+            led,
+            wd,
+            storage,
+            results=False,
+            fix=lambda flag, value: carry_options(f"{fix} {flag} {shlex.quote(value)}"),
+        ),
+    )
+    return {rel for _sid, rel, _sha in restored}
 
 
 def _open(
@@ -92,22 +127,44 @@ def _open(
     as_json: bool | None = None,
     held: tuple[str, str | None] | None = None,
 ) -> tuple[Any, Path, Any]:
-    """The plan, workdir and ledger of a check-in; with ``as_json`` given (every check-in but
-    ``next``, which says it in its document), a closed plan is refused (exit 2) — except, with
-    ``held`` (step, executor) for ``done``/``fail``/``block``/``tick``, a step that executor
-    has in progress: it ends (or renews) a hold taken before the close."""
+    """The plan, workdir and ledger of a check-in (:func:`_plan`, then :func:`_ledger`)."""
+    spec, wd = _plan(plan, workdir, ledger)
+    return spec, wd, _ledger(spec, wd, ledger, as_json, held)
+
+
+def _plan(
+    plan: Path, workdir: Path | None, ledger: str | None, results: str | None = None
+) -> tuple[Any, Path]:
+    """The plan and workdir of a check-in; the options given are remembered for the hints
+    the command prints (text/commands.py)."""
+    from ..text.commands import remember_options
+
+    remember_options(workdir=workdir, ledger=ledger, results=results)
     spec = load_or_exit(plan)
-    wd = workdir_for(spec, workdir)
+    return spec, workdir_for(spec, workdir)
+
+
+def _ledger(
+    spec: Any,
+    wd: Path,
+    ledger: str | None,
+    as_json: bool | None = None,
+    held: tuple[str, str | None] | None = None,
+) -> Any:
+    """The check-in's ledger; with ``as_json`` given (every check-in but ``next``, which says
+    it in its document), a closed plan is refused (exit 2) — except, with ``held`` (step,
+    executor) for ``done``/``fail``/``block``/``tick``, a step that executor has in progress:
+    it ends (or renews) a hold taken before the close."""
     led = open_or_exit(ledger, wd, create=True, plan=spec)
     assert led is not None  # create=True
     if as_json is not None:
         from ..closing.closed import check_not_closed
 
         if held is not None and _holds_step(led, spec.plan_id, held[0], held[1]):
-            return spec, wd, led
+            return led
         _checkin(as_json, lambda: check_not_closed(led, spec.plan_id, spec.source))
     _see_plan(spec, led, "next" if as_json is None else "check-in")
-    return spec, wd, led
+    return led
 
 
 def _see_plan(spec: Any, led: Any, source: str) -> None:
@@ -184,16 +241,23 @@ def next_command(
     """The step to work on now, re-anchored (contract, refs); or why nothing is ready. With
     --results, upstream outputs this folder lacks are restored from the storage."""
     from ..agents.next_step import next_document
+    from ..text.commands import waymark_command
 
-    _check_results(results)
-    spec, wd, led = _open(plan, workdir, ledger)
+    spec, wd = _plan(plan, workdir, ledger, results)
+    storage = _storage(spec, results)
+    led = _ledger(spec, wd, ledger)
     who = _executor(executor) if executor or os.environ.get("WAYMARK_EXECUTOR") else None
     with led:
+        restored = _reach(spec, led, wd, storage, as_json, waymark_command("next", plan))
         doc, code = _checkin(as_json, lambda: next_document(spec, led, wd, who))
-    if results and doc.get("step"):
+    for up in (doc.get("step") or {}).get("upstream") or []:
+        for out in up.get("outputs") or []:
+            if out["path"] in restored:  # restored from the storage before anything ran
+                out["restored"] = True
+    if storage and doc.get("step"):
         from ..agents.outputs import restore_upstream
 
-        _checkin(as_json, lambda: restore_upstream(results, wd, doc["step"]))
+        _checkin(as_json, lambda: restore_upstream(storage, wd, doc["step"]))
     _emit(as_json, doc, _next_text(doc), code)
 
 
@@ -242,14 +306,20 @@ def start(
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
     lease: LeaseOpt = 3600.0,
+    results: ResultsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Take the step's branch (one step in progress per branch): re-anchors first."""
+    """Take the step's branch (one step in progress per branch): re-anchors first. Outputs
+    of completed steps this folder lacks are restored from the result storage first."""
     from ..agents.checkin import start_step
+    from ..text.commands import waymark_command
 
-    spec, wd, led = _open(plan, workdir, ledger, as_json)
+    spec, wd = _plan(plan, workdir, ledger, results)
+    storage = _storage(spec, results)
+    led = _ledger(spec, wd, ledger, as_json)
     who = _executor(executor)
     with led:
+        _reach(spec, led, wd, storage, as_json, waymark_command("start", plan, step))
         line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who, lease))
         _views(spec, led, wd, f"{step} started by {who}")
     _emit(as_json, {"ok": True, "step": step, "executor": who, "message": line}, line)
@@ -329,17 +399,20 @@ def done(
     """Check in a step as done: outputs hashed, evidence per acceptance item, receipts. With
     --results the outputs are kept in the storage too (for executors in other folders)."""
     from ..agents.checkin_done import DoneInput, done_step
+    from ..text.commands import waymark_command
 
-    _check_results(results)
-    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
+    spec, wd = _plan(plan, workdir, ledger, results)
+    storage = _storage(spec, results)
+    led = _ledger(spec, wd, ledger, as_json, (step, executor))
     who = _executor(executor)
     given = DoneInput(outputs=output or [], evidence=evidence or [], receipts=receipt or [])
     with led:
+        _reach(spec, led, wd, storage, as_json, waymark_command("done", plan, step))
         data = _checkin(as_json, lambda: done_step(spec, led, wd, step, who, given))
-        if results:
+        if storage:
             from ..agents.outputs import keep_outputs
 
-            data["kept"] = _checkin(as_json, lambda: keep_outputs(results, wd, data["outputs"]))
+            data["kept"] = _checkin(as_json, lambda: keep_outputs(storage, wd, data["outputs"]))
         missing = [i for i in _acceptance_ids(spec, step) if i not in (data.get("evidence") or {})]
         from ..agents.flow_suspend import resume_waiting_runs
 

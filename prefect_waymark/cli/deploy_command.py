@@ -262,11 +262,12 @@ def _git_source(
             "give an absolute one (sqlite:////ABSOLUTE/PATH/ledger.db) or a server URL"
         )
     rel = path.relative_to(root).as_posix()
-    if results is None:
+    if results is None and spec.results is None:
         warn(
-            "no --results: each run starts in a fresh clone, where completed steps' results "
-            "and declared outputs are missing, so the run after a step's stops for review; give "
-            "--results (a shared folder or a file-system block) to keep them"
+            "no --results and no `results:` in the plan file: each run starts in a fresh clone, "
+            "where completed steps' results and declared outputs are missing, so the run after "
+            "a step's cannot go on; pin a shared folder or a file-system block (`results:` beside "
+            "`ledger:`) or give --results to keep them"
         )
     _warn_uncommitted(root, [rel, ENTRY_FILE])
     return GitSource(url=url, plan=rel, branch=branch)

@@ -60,7 +60,8 @@ ResultsOpt = Annotated[
         "--results",
         help="Result storage shared by every runner: an absolute folder path or a saved "
         "file-system block's slug (e.g. "
-        "local-file-system/team-results); step results and declared outputs are kept there.",
+        "local-file-system/team-results); step results and declared outputs are kept there "
+        "(default: the plan file's pinned `results:`, else <workdir>/.waymark/results).",
     ),
 ]
 TaskRunnerOpt = Annotated[

@@ -42,7 +42,9 @@ def rerun(
     from ..errors import PlanClosedError, TransitionError
     from ..ledger.identity import default_executor
     from ..review.stale import WHY_RERUN, completed_dependents, mark_dependents_stale
+    from ..text.commands import remember_options, waymark_command
 
+    remember_options(workdir=workdir, ledger=ledger)
     spec = load_or_exit(plan)
     if step not in {s.id for s in spec.steps}:
         fail(f"unknown step {step!r} in {plan}")
@@ -73,15 +75,17 @@ def rerun(
         action = spec.step(step).action
         rows = led.receipts(spec.plan_id, step)
         applied = [r for r in rows if r.state == "applied" and action in (None, r.action)]
-    print(f"{spec.plan_id}: step {step!r} will run again on the next `waymark run`")
+    print(
+        f"{spec.plan_id}: step {step!r} will run again on the next `{waymark_command('run', plan)}`"
+    )
     if only and after:
         print(f"kept as they are, on purpose (--only, by {who}): {', '.join(after)}")
     elif stale:
         print(
             f"stale now: {', '.join(stale)} — the next run runs them again after {step!r}, in "
             "this order (a step whose action was applied, or an agent's or a person's step, "
-            f"stops for review instead); `waymark rerun {plan} {step} --only` would have kept "
-            "them"
+            f"stops for review instead); `{waymark_command('rerun', plan, step, '--only')}` "
+            "would have kept them"
         )
     by_hand = spec.step(step).checked_in  # an agent's or a person's step: told, not skipped
     for r in applied:
@@ -116,7 +120,9 @@ def rename_plan(
     from ..errors import LedgerError, MarkerFileError
     from ..ledger.identity import default_executor
     from ..markers import markers_folder, rebuild_marker_files
+    from ..text.commands import remember_options, waymark_command
 
+    remember_options(workdir=workdir, ledger=ledger)
     spec = load_or_exit(plan)
     if old_id == spec.plan_id:
         fail(f"--from {old_id}: {plan} already has plan_id {old_id!r}; change plan_id first")
@@ -147,7 +153,7 @@ def rename_plan(
         + (f"; {folder / 'EXECUTION_MARKER.json'} rewritten ({runs} runs)" if runs >= 0 else "")
     )
     if closed is None:
-        print(f"next: waymark run {plan}")
+        print(f"next: {waymark_command('run', plan)}")
     else:  # a closed plan's history carries over; nothing runs
         print(f"the plan stays closed: `waymark status {plan}` shows its history")
 

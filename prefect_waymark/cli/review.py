@@ -52,6 +52,9 @@ def review_command(
     decision = _decision(accept, rerun, abort)
     if every and decision == "abort":
         fail("--all goes with --accept or --rerun (--abort stops the whole plan by itself)")
+    from ..text.commands import remember_options
+
+    remember_options(workdir=workdir, ledger=ledger_url)  # the hints it prints carry them
     spec = load_or_exit(plan)
     led = open_or_exit(ledger_url, workdir_for(spec, workdir), create=False, plan=spec)
     if led is None:

@@ -60,7 +60,9 @@ def run_from_cli(
     an exit code."""
     from ..errors import LedgerDamaged, WaymarkError
     from ..run.options import check_run
+    from ..text.commands import remember_options
 
+    remember_options(workdir=workdir, ledger=ledger_url, results=results)
     executor = executor or default_executor()
     parameters: dict[str, Any] = {  # the flow run's parameters, as the Prefect UI shows them
         "plan": str(plan_path),
@@ -86,8 +88,10 @@ def run_from_cli(
         print(f"waymark: {exc}", file=sys.stderr)
         return exit_codes.STEP_FAILED
     print(f"waymark: running {plan_path} on {where}", file=sys.stderr)
-    if results is not None and (problem := storage_problem(results)) is not None:
-        print(f"waymark: --results {results}: {problem}; nothing ran", file=sys.stderr)
+    storage = options.result_storage  # --results, else the plan file's `results:`
+    if isinstance(storage, str) and (problem := storage_problem(storage)) is not None:
+        given = "--results" if results is not None else f"results: in {plan_path}:"
+        print(f"waymark: {given} {storage}: {problem}; nothing ran", file=sys.stderr)
         return exit_codes.BAD_INPUT
     from ..flows.run_plan import run_plan
     from ..run.signals import end_on_record

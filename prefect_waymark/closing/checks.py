@@ -18,6 +18,7 @@ from ..ledger.step_state import StepState
 from ..metrics.evidence import contract_evidence
 from ..models import GoalContract
 from ..plan.spec import PlanSpec
+from ..text.commands import waymark_command
 
 __all__ = ["CloseCheck", "Unmet", "check_close", "duplicate_item_ids", "parse_evidence"]
 
@@ -96,19 +97,21 @@ def _step_problems(plan: PlanSpec, states: Mapping[str, StepState]) -> list[Unme
     out: list[Unmet] = []
     for v in view.steps:
         st = states.get(v.id)
-        skip = f'`waymark skip {src} {v.id} --reason "..."`'
+        skip = "`" + waymark_command("skip", src, v.id, '--reason "..."') + "`"
         if v.status == "needs_review":
             out.append(
                 Unmet(
                     f"step {v.id} needs review ({v.review_reason})",
-                    f"answer it: `waymark review {src} --step {v.id} --accept|--rerun|--abort`",
+                    f"answer it: `{waymark_command('review', src, '--step', v.id)} "
+                    "--accept|--rerun|--abort`",
                 )
             )
         elif v.status == "in_progress":
-            out.append(Unmet(f"step {v.id} is in progress", f"let it end: `waymark status {src}`"))
+            status = waymark_command("status", src)
+            out.append(Unmet(f"step {v.id} is in progress", f"let it end: `{status}`"))
         elif v.status in ("pending", "failed", "blocked"):
             step = plan.step(v.id)
-            how = f"`waymark next {src}`" if step.checked_in else f"`waymark run {src}`"
+            how = f"`{waymark_command('next' if step.checked_in else 'run', src)}`"
             state, fix = str(v.status), f"do it ({how}) or leave it out: {skip}"
             if v.status == "failed" and v.error:
                 state += f": {v.error[:120]}"

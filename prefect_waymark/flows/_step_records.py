@@ -225,6 +225,7 @@ class StepRecords:
                     cached=cached,
                     output_tail=tail,
                     outputs=hashed,
+                    workdir=str(self.rt.workdir),  # where its outputs are (run/reach.py)
                 ),
             ):
                 return

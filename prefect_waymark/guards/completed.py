@@ -28,7 +28,11 @@ class CompletedStepsGuard(GuardBase):
                     "definition changed since the step completed",
                     {"recorded_hash": st.def_hash, "current_hash": hashes[step.id]},
                 )
-            elif st.result_key and (missing := self.results.known_missing(st.result_key)):
+            elif (
+                st.result_key
+                and not st.result_lost  # accepted as lost: asked once, the key kept
+                and (missing := self.results.known_missing(st.result_key))
+            ):
                 verdict = Verdict(
                     "review",
                     f"persisted result is missing: {missing}",

@@ -200,7 +200,7 @@ class StepCompletedData(_StepCompleted, total=False):
     # given per acceptance item (id -> text); `imported`: completed by `waymark import`.
     executor: str
     evidence: dict[str, str]
-    workdir: str
+    workdir: str  # where the step made its outputs (a check-in's or a flow run's folder)
     imported: bool
 
 

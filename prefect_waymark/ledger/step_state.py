@@ -96,6 +96,10 @@ class StepState(BaseModel):
     #: How many times a review's rerun gave the step's action a new idempotency key (0: the
     #: key ``plan/step/action``): an applied action is applied again only on such a rerun.
     action_round: int = 0
+    #: A person accepted that this step's persisted result could not be read (``waymark review
+    #: --accept``): the step stays completed and its key is kept — another folder or the result
+    #: storage may still hold it — and the run-start check no longer stops on it.
+    result_lost: bool = False
 
 
 #: A step with no events yet: :class:`StepState`'s fields and defaults as JSON values, in order.
@@ -231,6 +235,7 @@ def apply_to_fields(
         s["blocked_on"] = None
         s["skipped"] = None
         s["stale"] = None
+        s["result_lost"] = False
     elif kind == EventKind.step_skipped:
         s["status"] = "completed"
         s["skipped"] = d.get("reason") or "skipped"
@@ -278,6 +283,7 @@ def apply_to_fields(
         s["stale"] = None
         if d.get("new_key"):
             s["action_round"] += 1
+        s["result_lost"] = False
     elif kind == EventKind.step_review_accepted:
         s["status"] = str(
             StepStatus(d.get("resume_status") or s["status_before_review"] or "pending")
@@ -288,9 +294,11 @@ def apply_to_fields(
             s["stale"] = None
         s["outputs"].update(review_data.get("current_outputs", {}))
         if review_data.get("result_key") and s["status"] == "completed":
-            # Accepting a lost result: the step stays completed without a value; a step that
-            # needs the value stops again, and `waymark rerun` is the way to recompute it.
-            s["result_key"] = None
+            # Accepting a lost result: the step stays completed and keeps its key (another
+            # folder or the result storage may still hold the value: it is never erased); a
+            # step that needs the value and cannot read it stops again, and `waymark rerun` is
+            # the way to recompute it.
+            s["result_lost"] = True
         s["review_reason"] = None
         s["review_data"] = {}
         if "def_hash" in d:

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import PlanError, PlanProblem
+from ..ledger.pin import LedgerPin
 from ..models import GoalContract
 from ..resolvers.validation import ref_field_problems
 from .reading import (
@@ -23,6 +24,7 @@ from .reading import (
     read_plan_text,
     shown,
 )
+from .results_pin import ResultsPin
 from .spec import NUMBER_BOUNDS, BlockRef, PlanSpec, StateRefSpec, StepSpec
 from .step_checks import check_contract_links, check_steps, near
 from .subplan_field import plan_step_problems, resolve_subplans
@@ -91,6 +93,14 @@ _NUMBER_ERRORS = {
 }
 
 
+#: The models of the plan's fields that are mappings, for an unknown field's list of fields.
+_NESTED: dict[str, type[BaseModel]] = {
+    "steps": StepSpec,
+    "ledger": LedgerPin,
+    "results": ResultsPin,
+}
+
+
 def _model_problems(model: type[BaseModel], data: Any, prefix: _Loc) -> tuple[Any, _Found]:
     try:
         return model.model_validate(data), []
@@ -104,8 +114,8 @@ def _model_problems(model: type[BaseModel], data: Any, prefix: _Loc) -> tuple[An
             if err["type"] == "extra_forbidden":
                 name = str(err["loc"][-1])
                 owner = model
-                if len(err["loc"]) > 1 and model is PlanSpec and err["loc"][0] == "steps":
-                    owner = StepSpec
+                if len(err["loc"]) > 1 and model is PlanSpec:
+                    owner = _NESTED.get(str(err["loc"][0]), PlanSpec)
                 names = [f for f in owner.model_fields if f not in _NOT_IN_FILE]
                 msg = f"unknown field {shown(name)}{near(name, names)} (expected one of: "
                 msg += ", ".join(names) + ")"

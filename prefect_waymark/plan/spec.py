@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..ledger.pin import LedgerPin
 from ..models import GoalContract
+from .results_pin import ResultsPin
 
 __all__ = ["ID_PATTERN", "BlockRef", "PlanSpec", "StateRefSpec", "StepSpec"]
 
@@ -216,6 +217,12 @@ class PlanSpec(BaseModel):
     ledger: LedgerPin | None = Field(
         default=None,
         description="The plan's ledger, pinned: a URL, or where to find it (env, secret).",
+    )
+    results: ResultsPin | None = Field(
+        default=None,
+        description="The plan's result storage, pinned beside its ledger: an absolute folder "
+        "path or a saved file-system block's slug, or where to find it (env); every command "
+        "in every folder uses it (--results overrides).",
     )
     ignore: list[str] = Field(
         default_factory=list,

@@ -12,7 +12,13 @@ from prefect.results import ResultStore
 
 from .outputs import OutputStore
 
-__all__ = ["ResultAccess", "StorageSpec", "as_storage", "default_result_storage"]
+__all__ = [
+    "ResultAccess",
+    "StorageSpec",
+    "as_storage",
+    "default_result_storage",
+    "describe_storage",
+]
 
 
 StorageSpec = Union[Path, str, WritableFileSystem]  # noqa: UP007 - a runtime alias on 3.10
@@ -23,6 +29,16 @@ def default_result_storage(workdir: Path) -> Path:
     path = workdir / ".waymark" / "results"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def describe_storage(storage: StorageSpec | None, workdir: Path) -> str:
+    """The storage in words, for messages: a folder path, a block slug, or the default."""
+    if storage is None:
+        return f"{workdir / '.waymark' / 'results'} (this folder's own; no `results:` pinned)"
+    if isinstance(storage, (str, Path)):
+        return str(storage)
+    slug = getattr(storage, "_block_document_name", None)
+    return str(slug) if slug else type(storage).__name__
 
 
 def as_storage(storage: StorageSpec) -> StorageSpec:

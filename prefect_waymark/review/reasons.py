@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..text.commands import carry_options
 from ..text.human_time import ago, when
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ def review_commands(
         base += f" --workdir {_shell(workdir)}"
     if ledger:
         base += f" --ledger {_shell(ledger)}"
+    base = carry_options(base)
     if open_action:
         accepts = [
             ("accept (it happened)", f"{base} --accept --receipt applied"),

@@ -18,6 +18,7 @@ before it points Prefect at a server.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,13 +209,17 @@ def check_run(
     wd = Path(workdir).resolve() if workdir else (spec.base_dir or Path.cwd()).resolve()
     if flags or task_runner is not None:  # the flow takes a lone dask_address as it did
         check_task_runner(task_runner, dask_address)
+    from ..plan.results_pin import chosen_storage
+
+    result_storage = chosen_storage(result_storage, spec)  # --results, else the plan's pin
     if review_wait_seconds is None:
         review_wait_seconds = seconds_from_env(REVIEW_WAIT_ENV)
     if agent_wait_seconds is None:
         agent_wait_seconds = seconds_from_env(AGENT_WAIT_ENV)
     probe_timeout()  # a bad value is refused before the run, not at a probe
     url, folder = _check_folders(spec, wd, ledger_url, result_storage, markers_dir, command_line)
-    _check_ledger(spec, url, folder, logger, create=command_line is None)
+    reach = _Reach(wd, result_storage, command_line)
+    _check_ledger(spec, url, folder, logger, create=command_line is None, reach=reach)
     return RunOptions(
         spec=spec,
         workdir=wd,
@@ -286,8 +291,45 @@ def _check_refs_block(spec: PlanSpec, command_line: Callable[[], object]) -> Non
         return
 
 
+@dataclass(frozen=True)
+class _Reach:
+    """What the reach check needs: the workdir, the run's storage, the command line's hook."""
+
+    workdir: Path
+    storage: StorageSpec | None
+    command_line: Callable[[], object] | None
+
+    def check(self, spec: PlanSpec, led: Ledger, logger: Logger | None) -> None:
+        """Refuse the run (``ResultsUnavailable``) if completed steps made in another folder left
+        results or outputs this folder cannot reach; restore the outputs it can (run/reach.py)."""
+        from ..text.commands import waymark_command
+        from .reach import check_reach
+
+        restored = check_reach(
+            spec,
+            led,
+            self.workdir,
+            self.storage,
+            results=True,
+            fix=lambda flag, value: waymark_command("run", spec.source, flag, value),
+            prepare=self.command_line,
+        )
+        for sid, rel, sha in restored:  # said as the run's guard says it (guards/outputs.py)
+            line = f"output {rel} of step {sid} restored from the result storage ({sha[:12]})"
+            if logger is not None:
+                logger.info("%s", line)
+            else:
+                print(f"waymark: {line}", file=sys.stderr)
+
+
 def _check_ledger(
-    spec: PlanSpec, url: str, folder: Path, logger: Logger | None, *, create: bool
+    spec: PlanSpec,
+    url: str,
+    folder: Path,
+    logger: Logger | None,
+    *,
+    create: bool,
+    reach: _Reach | None = None,
 ) -> None:
     """What the ledger says against this run: the plan was renamed away, or closed; the marker
     files are someone else's or name another ledger. Inside Prefect the ledger is opened as the
@@ -311,6 +353,8 @@ def _check_ledger(
                 refuse_closed_run(led, spec, logger)
             else:
                 check_not_closed(led, spec.plan_id, spec.source)
+            if reach is not None:
+                reach.check(spec, led, logger)
         preflight_markers(spec, led, folder)
     finally:
         if led is not None:

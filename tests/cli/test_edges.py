@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+from prefect_waymark.ledger import open_ledger
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
 
@@ -69,6 +70,9 @@ def test_accepting_a_lost_result_lets_the_plan_finish(prefect_server: str, tmp_p
     second = run_plan(plan=str(plan))
     assert second["result"] == "needs_review"
     assert second["needs_review"][0]["step"] == "a"
+    with open_ledger(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}") as led:
+        before_a = led.step_states("edges")["a"].result_key
+    assert before_a  # accepted as lost, the key kept
     proc = run_cli("rerun", str(plan), "a")
     assert proc.returncode == 0, proc.stderr
     third = run_plan(plan=str(plan))
@@ -88,3 +92,8 @@ def test_accepting_a_lost_result_lets_the_plan_finish(prefect_server: str, tmp_p
     assert last["result"] == "completed"
     assert last["executed_steps"] == [] and last["skipped_count"] == 2
     assert (tmp_path / "a.count").read_text() == "a\na\n"
+    # Accepting never erased the keys: another folder or a storage may still hold the values.
+    with open_ledger(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}") as led:
+        states = led.step_states("edges")
+    assert all(states[s].result_key and states[s].result_lost for s in "ab")
+    assert states["a"].result_key != before_a  # a was re-run: its new key

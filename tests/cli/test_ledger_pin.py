@@ -87,14 +87,22 @@ def test_a_second_checkout_uses_the_pinned_ledger_and_repeats_nothing(
     _plan(second, pin)
     proc = run_cli("run", str(second / "plan.yaml"), env={**env, "WAYMARK_LEDGER_URL": ""})
     # The pinned ledger knows both steps are done. Their persisted results live in the first
-    # checkout's folder (shared result storage across machines is the team-server issue), so
-    # this checkout stops for review instead of running them (or the action) again.
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert proc.stdout.count("persisted result is missing") >= 2
-    assert "steps run: 0" in proc.stdout
+    # checkout's folder, which this one cannot reach: refused before anything is recorded
+    # (never a review stop on the shared plan), with the one line that fixes it.
+    err = _refused(proc, "collect (its result", "publish (its result", "nothing was recorded")
+    theirs = first / ".waymark" / "results"
+    assert f"--results {theirs}" in err and f"results: {theirs}" in err
     assert [runs_of(first / f"{s}.count") for s in ("collect", "publish")] == [1, 1]
     assert not (second / "collect.count").exists() and not (second / "publish.count").exists()
     assert not (second / ".waymark" / "ledger.db").exists()
+    # The line it gave: nothing runs again, the action is not repeated.
+    proc = run_cli(
+        "run", str(second / "plan.yaml"), "--results", str(theirs),
+        env={**env, "WAYMARK_LEDGER_URL": ""},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "steps run: 0" in proc.stdout
+    assert [runs_of(first / f"{s}.count") for s in ("collect", "publish")] == [1, 1]
     # Pointing that checkout at another ledger contradicts the pin: refused, nothing written.
     other = f"sqlite:///{tmp_path / 'other.db'}"
     proc = run_cli("run", str(second / "plan.yaml"), "--ledger", other, env=env)

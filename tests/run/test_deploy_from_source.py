@@ -94,7 +94,7 @@ def test_each_run_clones_afresh_and_the_plan_advances(prefect_server: str, tmp_p
     plan.write_text(original + "# a local note\n")
     first = run_cli(*deploy)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "warning: no --results" in first.stderr and "stops for review" in first.stderr
+    assert "warning: no --results" in first.stderr and "cannot go on" in first.stderr
     assert "warning: not committed" in first.stderr and "plans/plan.yaml" in first.stderr
     plan.write_text(original)
 
