@@ -58,7 +58,7 @@ def _print_table(plan_id: str, title: str, result: dict[str, Any]) -> None:
     from rich.table import Table
 
     from ..metrics.table import MUST_BE_ZERO, metric_rows
-    from . import rich_stdout
+    from ._stdout import rich_stdout
     from .status_output import escape
 
     console = Console(width=120, file=rich_stdout())

@@ -34,7 +34,7 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
     from rich.console import Console  # not needed by --json: spare its import time
     from rich.table import Table
 
-    from . import rich_stdout
+    from ._stdout import rich_stdout
 
     large = console is None and len(view.steps) >= LARGE_TABLE_ROWS
     console = console or Console(width=120, file=rich_stdout())
