@@ -110,6 +110,12 @@ def history(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> Hi
     answered = run_cli("review", str(plan), "--step", "draft", "--accept", "--reason", "ok")
     assert answered.returncode == 0, answered.stderr
     keep("review answered")
+    # publish was applied on the draft before the edit: an applied action does not run again
+    # on its own; a person says whether it stands
+    assert run_inprocess(plan).result == "needs_review"
+    keep("stale action stop")
+    kept = run_cli("review", str(plan), "--step", "publish", "--accept", "--reason", "stands")
+    assert kept.returncode == 0, kept.stderr
     assert run_inprocess(plan).result == "completed"
     keep("completed")
     assert (folder / "published.count").read_text() == "x\n"  # the action ran once
@@ -123,6 +129,7 @@ def test_the_history_moves_through_every_kind_of_stop(history: History) -> None:
     assert by_what["review stop"].code == 4
     assert by_what["review stop"].status["needs_review"][0]["step"] == "draft"
     assert by_what["review answered"].status["needs_review"] == []
+    assert by_what["stale action stop"].status["needs_review"][0]["step"] == "publish"
     assert by_what["completed"].status["complete"] is True
     receipts = [s["receipts"] for s in by_what["completed"].status["steps"] if s["id"] == "publish"]
     assert receipts[0][0]["external_id"] == "pub-1"
@@ -191,7 +198,7 @@ def test_export_has_a_header_every_event_marker_and_receipt(history: History) ->
         "markers": len(markers),
         "receipts": len(receipts),
     }
-    assert len(markers) == 4 and len(receipts) == 1  # four runs, one action
+    assert len(markers) == 5 and len(receipts) == 1  # five runs, one action
     evs = [x for x in rest if x["type"] in ("event", "marker")]
     assert [x["seq"] for x in evs] == [e.seq for e in events]
     assert [x["kind"] for x in evs] == [e.kind.value for e in events]

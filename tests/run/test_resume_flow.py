@@ -170,13 +170,13 @@ def test_changed_definition_needs_review_until_rerun(prefect_server: str, tmp_pa
     again = run_inprocess(plan)  # still stopped: a review is answered only by a person
     assert again.result == "needs_review" and again.executed_steps == []
 
-    proc = run_cli("rerun", str(plan), "a")
+    proc = run_cli("rerun", str(plan), "a")  # a's dependent b goes stale with it (cascade)
     assert proc.returncode == 0, proc.stderr
     done = run_inprocess(plan)
     assert done.result == "completed"
-    assert done.executed_steps == ["a", "c"]
-    assert done.skipped_count == 1
-    assert [runs_of(tmp_path / f"{s}.count") for s in "abc"] == [2, 1, 1]
+    assert done.executed_steps == ["a", "b", "c"]
+    assert done.skipped_count == 0
+    assert [runs_of(tmp_path / f"{s}.count") for s in "abc"] == [2, 2, 1]
     assert step_states(sqlite_url(tmp_path), "changed-def")["a"].generation == 1
 
 
