@@ -13,6 +13,7 @@ WaymarkError
 │   ├── LedgerMismatch        the workdir's marker was written with another ledger
 │   ├── LedgerVersionError    the ledger was written by a newer prefect-waymark
 │   ├── LedgerDamaged         a value in the ledger cannot be read (names the row and field)
+│   ├── LedgerUnavailable     a write failed: locked past the wait, a full disk, the file gone
 │   ├── BranchBusyError       another run holds the branch's single in_progress slot
 │   ├── TransitionError       a status change the progress rules do not allow
 │   ├── ReceiptConflictError  a receipt's row is not in the state its caller holds
@@ -59,6 +60,7 @@ __all__ = [
     "ExportFileError",
     "ForbiddenActionError",
     "LedgerDamaged",
+    "LedgerUnavailable",
     "LedgerError",
     "LedgerMismatch",
     "LedgerNotFound",
@@ -193,6 +195,13 @@ class LedgerDamaged(LedgerError):
     """A value stored in the ledger cannot be read (a schema version that is not a number, an
     event whose time, data or kind is not what waymark writes): the message names the ledger,
     the row and the field. Bad input from the command line (exit 2); nothing is written."""
+
+
+class LedgerUnavailable(LedgerError):
+    """A write to the ledger failed for a reason outside the plan: another process held the
+    write lock past ``$WAYMARK_LEDGER_LOCK_SECONDS``, the disk is full, the file was deleted,
+    replaced or made read-only, the server went away. A run ends at once (exit 1) with the
+    reason, and records nothing more: its last record stands for the next run."""
 
 
 class BranchBusyError(LedgerError):

@@ -58,7 +58,7 @@ def run_from_cli(
     """Check the run's options before Prefect starts (a bad input: exit 2, one line, no flow
     run; run/options.py), run the plan in a flow run that takes them, and map its end to
     an exit code."""
-    from ..errors import LedgerDamaged, WaymarkError
+    from ..errors import LedgerDamaged, LedgerUnavailable, WaymarkError
     from ..run.options import check_run
     from ..text.commands import remember_options
 
@@ -120,6 +120,9 @@ def run_from_cli(
     if isinstance(found, LedgerDamaged):  # the ledger, not a step: bad input
         print(f"waymark: {found}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    if isinstance(found, LedgerUnavailable):  # locked, a full disk, the file gone: a failure
+        print(f"waymark: {found}", file=sys.stderr)
+        return exit_codes.STEP_FAILED
     if isinstance(found, BaseException):
         summary = _recorded_summary(plan_path, wd, ledger_url, executor, since)
         if summary is None:

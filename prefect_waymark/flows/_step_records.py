@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect.client.schemas.objects import State
 
-from ..errors import LedgerError, NeedsReview
+from ..errors import LedgerError, LedgerUnavailable, NeedsReview
 from ..guards.base import Guards, Verdict
 from ..guards.observers import RunObserver
 from ..guards.output_hashes import ABSENT, hash_outputs
@@ -290,6 +290,10 @@ class StepRecords:
         try:
             record()
             return True
+        except LedgerUnavailable as exc:  # not this step's: the run cannot record anything
+            raise LedgerUnavailable(
+                f"{exc}; the run ends here, step {sid}'s end not recorded"
+            ) from exc
         except LedgerError as exc:
             self.log.error("step %s: cannot record %s: %s", sid, kind, exc)
             self.refresh(sid)

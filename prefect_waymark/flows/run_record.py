@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..boundary import RunBoundary
+from ..errors import LedgerUnavailable
 from ..ledger import Ledger
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.progress_view import PlanView, build_view
@@ -134,6 +135,8 @@ def record_crash(run: RunRecord, exc: BaseException) -> None:
     one transaction and the marker file is replaced atomically, so nothing is left half-written.
     """
     interrupted = _is_interruption(exc)
+    if isinstance(exc, LedgerUnavailable):  # a write failed already: nothing more is tried
+        return  # (the error is the flow run's: Prefect logs it)
     try:
         states = run.ledger.step_states(run.spec.plan_id)
         view = build_view(run.spec, states)

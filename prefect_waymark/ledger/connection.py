@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event
 
+from .lock_wait import lock_wait_seconds, watched
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
@@ -50,11 +52,11 @@ BEGIN_OPTION = "waymark_begin"
 def set_ledger_pragmas(raw: sqlite3.Connection) -> None:
     """The ledger's settings on a new SQLite connection: the page size of a new file
     (:data:`PAGE_SIZE`), autocommit mode (the ledger issues ``BEGIN IMMEDIATE`` itself: writers
-    queue for the lock), a 60 s busy timeout, WAL, ``synchronous=NORMAL`` (intents and receipts
-    commit with ``FULL``: :meth:`.SqlLedger._write`), a checkpoint every
-    :data:`CHECKPOINT_BYTES` of WAL."""
+    queue for the lock), a busy timeout of ``$WAYMARK_LEDGER_LOCK_SECONDS`` (default 60), WAL,
+    ``synchronous=NORMAL`` (intents and receipts commit with ``FULL``:
+    :meth:`.SqlLedger._write`), a checkpoint every :data:`CHECKPOINT_BYTES` of WAL."""
     raw.isolation_level = None
-    raw.execute("PRAGMA busy_timeout=60000")
+    raw.execute(f"PRAGMA busy_timeout={round(lock_wait_seconds() * 1000)}")
     raw.execute(f"PRAGMA page_size={PAGE_SIZE}")  # before WAL: it writes a new file's header
     raw.execute("PRAGMA journal_mode=WAL")
     raw.execute("PRAGMA synchronous=NORMAL")
@@ -67,8 +69,9 @@ def make_engine(url: str, sqlite: bool) -> Engine:
     if not sqlite:
         return create_engine(url, pool_pre_ping=True)
     # No cap on connections beyond the pool's five: a thread waits for SQLite's write lock
-    # (the busy timeout, 60 s), never for a pool connection (a pool timeout of its own).
+    # (the busy timeout), never for a pool connection (a pool timeout of its own).
     engine = create_engine(url, max_overflow=-1)
+    where = engine.url.database or url
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -80,7 +83,11 @@ def make_engine(url: str, sqlite: bool) -> Engine:
         # A read (execution option BEGIN_OPTION) begins a deferred transaction. Straight on the
         # driver's connection: a statement of the connection's own, with no result to read.
         begin = conn.get_execution_options().get(BEGIN_OPTION, "BEGIN IMMEDIATE")
-        conn.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
+        if begin == "BEGIN":
+            conn.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
+            return
+        with watched(where):  # another process's write lock: the wait is announced
+            conn.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
 
     return engine
 

@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,7 +32,13 @@ from sqlalchemy import insert, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
-from ..errors import BranchBusyError, LedgerError, LedgerNotFound, ReceiptConflictError
+from ..errors import (
+    BranchBusyError,
+    LedgerError,
+    LedgerNotFound,
+    LedgerUnavailable,
+    ReceiptConflictError,
+)
 from ..models import utcnow
 from ._tables import (
     COUNT_EVENTS,
@@ -63,6 +70,7 @@ from ._tables import (
 from .base import Hold, Ledger, event_kind, this_host
 from .connection import BEGIN_OPTION, make_engine, restore_synchronous, set_synchronous
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
+from .lock_wait import LOCK_WAIT_ENV, lock_wait_seconds
 from .migrations import migrate, new_ledger_meta
 from .plan_archive import PlanArchive
 from .plan_close import GUARDED_KINDS, PlanCloses, refuse_if_stopped
@@ -132,6 +140,39 @@ def _keep_result(result: Any) -> Any:
     return result if len(text) <= MAX_RESULT_CHARS else None
 
 
+@dataclass(frozen=True)
+class _OpenFile:
+    """A SQLite ledger's file as it was opened: its identity, and which of it and its WAL
+    files could be written then."""
+
+    path: Path
+    identity: tuple[int, int]
+    writable: tuple[Path, ...]
+
+
+def _never_closed(engine: Engine) -> None:
+    """Leave a SQLite engine's connections open until the process ends, and never close them:
+    closing the last one checkpoints the WAL into the ledger's file, and when that file was
+    made read-only (``chattr +i``) under SQLite's shared memory, the write into the mapped
+    memory ends the process with SIGBUS — at once, or at the interpreter's exit when the
+    objects are freed. One reference more than anything holds keeps each one alive (the run
+    that found its ledger gone ends now; what it leaves open is the kernel's to close)."""
+    import ctypes
+
+    pool: Any = engine.pool
+    idle = getattr(pool, "_pool", None)  # a QueuePool's idle connections
+    for record in list(idle.queue) if idle is not None else ():
+        raw = getattr(record, "dbapi_connection", None)
+        if raw is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(raw))
+    _INHERITED.append(pool)
+    engine.dispose(close=False)
+
+
+def _writable(file: Path) -> bool:
+    return os.access(file, os.W_OK)  # False for a missing file, too
+
+
 class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
     """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
 
@@ -143,8 +184,10 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         self._sqlite = url.split(":", 1)[0].split("+", 1)[0].lower() == "sqlite"
         if self._sqlite:
             self._check_sqlite_file(self._sa_database(), create)
+        self._file: _OpenFile | None = None  # SQLite: the file opened
         try:
             self._prepare(create)
+            self._file = self._file_identity()
         except DatabaseError as exc:  # not only OperationalError: "file is not a database", …
             self.close()
             raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
@@ -189,6 +232,54 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
                 raise LedgerError(f"cannot write the ledger at {path}: folder not writable")
         elif not path.exists():
             raise LedgerNotFound(f"no ledger at {path}")
+
+    def _file_identity(self) -> _OpenFile | None:
+        path = self._sa_database() if self._sqlite else None
+        if path is None:
+            return None
+        st = path.stat()
+        files = (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+        return _OpenFile(path, (st.st_dev, st.st_ino), tuple(f for f in files if _writable(f)))
+
+    def _check_file(self) -> None:
+        """Before a read or write on SQLite: the ledger's file is still the one this ledger
+        opened, and what could be written then still can. A file deleted while open takes
+        writes without a word (to a file no one will read again); one made read-only under
+        SQLite's shared memory (``chattr +i``) ends the process with SIGBUS at its next read:
+        both are refused here (a change between this check and the read itself is not)."""
+        if self._file is None:
+            return
+        found = self._file
+        try:
+            st = found.path.stat()
+        except FileNotFoundError:
+            raise LedgerUnavailable(
+                f"cannot use the ledger {self.url}: its file was deleted while it was open "
+                "(what was recorded in it is gone with it)"
+            ) from None
+        if (st.st_dev, st.st_ino) != found.identity:
+            raise LedgerUnavailable(
+                f"cannot use the ledger {self.url}: its file was replaced by another while it "
+                "was open"
+            )
+        for file in found.writable:
+            if not _writable(file):
+                raise LedgerUnavailable(
+                    f"cannot write the ledger {self.url}: {file} is read-only now (its "
+                    "permissions, `chattr +i` or a read-only mount)"
+                )
+
+    def _unavailable(self, reason: str) -> LedgerUnavailable:
+        """The error for a write SQLite or PostgreSQL refused (``reason``: the driver's)."""
+        low = reason.lower()
+        if "database is locked" in low:
+            reason = (
+                f"another process held its write lock for more than {lock_wait_seconds():g} s "
+                f"(${LOCK_WAIT_ENV})"
+            )
+        elif "disk is full" in low or "no space left" in low:
+            reason = f"the disk is full ({reason})"
+        return LedgerUnavailable(f"cannot write the ledger {self._safe_url()}: {reason}")
 
     def _safe_url(self) -> str:
         if self._sqlite:
@@ -263,6 +354,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         """A connection for reads. Its reads are one transaction, begun by the first (on SQLite
         one snapshot; on PostgreSQL's default READ COMMITTED each read sees what was committed
         before it): ``snapshot`` says a caller relies on that."""
+        self._check_file()
         with self._held(), self._engine.connect() as conn:
             self._reading(conn)
             yield conn
@@ -276,6 +368,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         intent back after its effect happened and let the next run do the effect again;
         PostgreSQL with ``synchronous_commit = on``, whatever the server, role or database
         sets."""
+        self._check_file()
         try:
             with self._held(), self._engine.connect() as conn:
                 full = durable and self._sqlite
@@ -289,10 +382,10 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
                 finally:
                     if full:
                         restore_synchronous(conn)
-        except OperationalError as exc:  # locked, read-only, a lost server, …
-            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc.orig}") from exc
+        except OperationalError as exc:  # locked, read-only, a full disk, a lost server, …
+            raise self._unavailable(str(exc.orig)) from exc
         except sqlite3.OperationalError as exc:  # the pragma itself (a locked or broken file)
-            raise LedgerError(f"cannot write the ledger {self._safe_url()}: {exc}") from exc
+            raise self._unavailable(str(exc)) from exc
 
     # -- writes --------------------------------------------------------------------------
     def append(self, event: ProgressEvent, *, lease_seconds: float = 60.0) -> ProgressEvent:
@@ -681,4 +774,9 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
             return
         if self._pid != os.getpid():
             self._after_fork(engine)  # the parent's connections are the parent's to close
+        try:
+            self._check_file()
+        except LedgerUnavailable:
+            _never_closed(engine)  # SQLite's close would checkpoint into a file gone or frozen
+            return
         engine.dispose()

@@ -1,14 +1,16 @@
 """Quieter logs for expected failures, and log lines that are text.
 
 Prefect logs a failed task's exception with a Python traceback. For a ``run:`` step that exited
-non-zero, or a run that ends because a step failed, that traceback points into waymark's own
-code and says nothing the one-line error does not; the step's output tail is logged separately.
-These filters drop the traceback for those two exception types only — a ``call:`` step's own
-exception keeps its traceback.
+non-zero, a run that ends because a step failed or because the ledger cannot be written, that
+traceback points into waymark's own code and says nothing the one-line error does not; the
+step's output tail is logged separately; a full disk is its one line too. These filters drop
+the traceback for those exception types only — a ``call:`` step's own exception keeps its
+traceback.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 
 __all__ = ["install_log_filters"]
@@ -22,9 +24,14 @@ class _DropExpectedTracebacks(logging.Filter):
         self.types = types
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], self.types):
-            record.exc_info = None
-            record.exc_text = None
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            # A full disk (Prefect's own result write, say): its one line, not a traceback
+            record.msg, record.args = f"{record.getMessage()}: {exc}", None
+        elif not isinstance(exc, self.types):
+            return True
+        record.exc_info = None
+        record.exc_text = None
         return True
 
 
@@ -44,11 +51,11 @@ class _VisibleControls(logging.Filter):
 
 def install_log_filters() -> None:
     """Install the filters on Prefect's task-run and flow-run loggers (once per process)."""
-    from ..errors import ShellStepError, StepError
+    from ..errors import LedgerUnavailable, ShellStepError, StepError
 
     for name, types in (
         ("prefect.task_runs", (ShellStepError,)),
-        ("prefect.flow_runs", (StepError,)),
+        ("prefect.flow_runs", (StepError, LedgerUnavailable)),
     ):
         if name not in _INSTALLED:
             logging.getLogger(name).addFilter(_DropExpectedTracebacks(types))

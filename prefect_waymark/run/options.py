@@ -194,6 +194,7 @@ def check_run(
     ``logger``: the flow run's own, when the flow checks its parameters itself: a deployment's
     run of a closed plan pauses the deployment's schedules as it refuses it (closing/closed.py).
     """
+    from ..ledger.lock_wait import lock_wait_seconds
     from .env_settings import probe_timeout, seconds_from_env
 
     flags = command_line is not None
@@ -217,6 +218,7 @@ def check_run(
     if agent_wait_seconds is None:
         agent_wait_seconds = seconds_from_env(AGENT_WAIT_ENV)
     probe_timeout()  # a bad value is refused before the run, not at a probe
+    lock_wait_seconds()  # ... nor at the ledger's first write
     url, folder = _check_folders(spec, wd, ledger_url, result_storage, markers_dir, command_line)
     reach = _Reach(wd, result_storage, command_line)
     _check_ledger(spec, url, folder, logger, create=command_line is None, reach=reach)
