@@ -190,7 +190,8 @@ class StepRecords:
                     run_id=self.rt.run_id,
                     dead_run=self.rt.run_id,
                     reason=f"interrupted: run {self.rt.run_id} stopped on {why} while the "
-                    "step was in_progress",
+                    "step was in_progress"
+                    + ("; its command's processes were ended with the run" if spec.run else ""),
                 )
                 self.status[sid] = "pending"
             except Exception as inner:  # noqa: BLE001 - never hide the original error

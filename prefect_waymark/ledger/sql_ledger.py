@@ -262,8 +262,8 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
                 f"cannot use the ledger {self.url}: its file was replaced by another while it "
                 "was open"
             )
-        for file in found.writable:
-            if not _writable(file):
+        for file in found.writable:  # a WAL file gone with the last connection comes back
+            if not _writable(file) and file.exists():
                 raise LedgerUnavailable(
                     f"cannot write the ledger {self.url}: {file} is read-only now (its "
                     "permissions, `chattr +i` or a read-only mount)"

@@ -56,8 +56,10 @@ def test_a_signal_mid_step_finishes_the_run_on_record(
     assert not alive(child), "the step's command outlived the interrupted run"
 
     url = sqlite_url(tmp_path)
-    kinds = [str(e.kind) for e in ledger_events(url, "signals")]
+    events = ledger_events(url, "signals")
+    kinds = [str(e.kind) for e in events]
     assert kinds[-3:] == ["step_interrupted", "run_finished", "marker_written"], kinds
+    assert "its command's processes were ended with the run" in events[-3].data["reason"]
     marker = json.loads((tmp_path / "EXECUTION_MARKER.json").read_text())
     (entry,) = marker["execution_history"]
     assert entry["result"] == "interrupted"
