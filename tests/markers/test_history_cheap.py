@@ -160,3 +160,37 @@ def test_events_last_reads_the_newest_in_order(ledger_url: str) -> None:
         assert [e.data["n"] for e in newest] == [4, 5, 6]
         assert [e.kind for e in led.events("p", last=2)] == [EventKind.drift, EventKind.reanchor]
         assert len(led.events("p", kinds=[EventKind.drift], last=50)) == 7
+
+
+def test_bounded_reads_first_run_ids_and_counts(ledger_url: str) -> None:
+    with open_ledger(ledger_url) as led:
+        for i in range(7):
+            led.record("p", EventKind.drift, run_id=f"r{i}", n=i)
+            led.record("p", EventKind.reanchor, run_id=f"r{i}")
+        led.record("other", EventKind.drift, run_id="r1", n=99)
+        oldest = led.events("p", kinds=[EventKind.drift], first=2)
+        assert [e.data["n"] for e in oldest] == [0, 1]
+        runs = led.events("p", run_ids=["r5", "r1", "r5", "nobody"])
+        assert [(e.run_id, e.kind) for e in runs] == [
+            ("r1", EventKind.drift),
+            ("r1", EventKind.reanchor),
+            ("r5", EventKind.drift),
+            ("r5", EventKind.reanchor),
+        ]
+        assert [e.run_id for e in led.events("p", kinds=["drift"], run_ids=["r6", "r2"])] == [
+            "r2",
+            "r6",
+        ]
+        assert [e.run_id for e in led.events("p", run_ids=["r6", "r2"], first=1)] == ["r2"]
+        assert [e.run_id for e in led.events("p", run_ids=["r6", "r2"], last=3)] == [
+            "r2",
+            "r6",
+            "r6",
+        ]
+        assert led.events("p", run_ids=[]) == []
+        assert len(led.events("p", run_ids=[f"r{i}" for i in range(1200)])) == 14  # in parts
+        assert led.count_events("p") == 14
+        assert led.count_events("p", kinds=[EventKind.drift]) == 7
+        assert led.count_events("p", kinds=["run_started"]) == 0
+        with pytest.raises(ValueError, match="first or last"):
+            led.events("p", first=1, last=1)
