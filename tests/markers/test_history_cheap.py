@@ -1,6 +1,7 @@
 """History that stays cheap: a run's record holds counts of what it skipped or left out, the
 marker file keeps the newest runs (the ledger all of them), and a run after many runs reads the
-same number of markers and run ends as a run after a few."""
+same number of markers, run starts and run ends as a run after a few (counted in rows read, not
+time); the ledger's bounded reads (``first``, ``last``, ``run_ids``, ``count_events``)."""
 
 from __future__ import annotations
 
@@ -143,12 +144,21 @@ def test_a_run_after_many_runs_reads_a_bounded_number_of_markers_and_run_ends(
             summary = run_inprocess(plan, max_steps=1)
         assert summary.executed_steps == ["b"]
         reads[runs] = counted
-    many = reads[300]
+    many, few = reads[300], reads[3]
     # markers: the file's check reads twice what the file keeps, then what it keeps, the run
     # its last one; run ends: the plan page's newest runs (twice, live and at the end)
     assert many[EventKind.marker_written] <= 2 * MARKER_ENTRIES + MARKER_ENTRIES + 1 + 2
     assert many[EventKind.run_finished] <= 2 * (PAGE_RUNS_READ + 1) + 2
     assert many[EventKind.marker_written] < 300 and many[EventKind.run_finished] < 300
+    # run starts: the plan page's newest runs, then its events since the oldest of them (each
+    # twice, live and at the end), the metrics' first run and the runs that did work, the last
+    # run's and its step hashes' holder
+    assert many[EventKind.run_started] <= 4 * (PAGE_RUNS_READ + 1) + 8 < 300
+    # every other kind: what a run after 3 runs reads, not a row more
+    others = {str(k) for k in _RUN_KINDS}
+    assert {k: n for k, n in many.items() if k not in others} == {
+        k: n for k, n in few.items() if k not in others
+    }
 
 
 def test_events_last_reads_the_newest_in_order(ledger_url: str) -> None:
