@@ -13,18 +13,28 @@ from .run_record import RunRecord
 
 __all__ = ["run_id_of_execution", "suspend_run"]
 
+#: The executions of one flow run looked up at a time (a suspended run is resumed a few times).
+_PROBE = 8
+
 
 def run_id_of_execution(ledger: Ledger, plan_id: str, flow_run_id: str) -> str:
     """This execution's run id: the flow run's id, or — a deployment's suspended run resumed,
     executed again — ``<id>-r<N>`` (Prefect's ``run_count`` does not count it)."""
     if not in_deployment_run():
         return flow_run_id
-    before = sum(  # without their step hashes: a big plan's history is big
-        1
-        for ev in light_events(ledger, plan_id, [EventKind.run_started])
-        if ev.data.get("flow_run_id") == flow_run_id
-    )
-    return execution_run_id(flow_run_id, before + 1)
+    # The executions so far have the run ids of execution_run_id(flow_run_id, 1, 2, ...):
+    # theirs are read by run id, a few at a time (the plan's other runs never are).
+    before = 0
+    while True:
+        ids = [execution_run_id(flow_run_id, before + n) for n in range(1, _PROBE + 1)]
+        found = {  # without their step hashes: a big plan's history is big
+            ev.run_id
+            for ev in light_events(ledger, plan_id, [EventKind.run_started], run_ids=ids)
+            if ev.data.get("flow_run_id") == flow_run_id
+        }
+        before += len(found)
+        if len(found) < _PROBE:
+            return execution_run_id(flow_run_id, before + 1)
 
 
 def suspend_run(run: RunRecord, suspend: tuple[str, str | None], wait_seconds: float) -> None:

@@ -27,10 +27,12 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
     update,
 )
 from sqlalchemy.engine import Connection
+from sqlalchemy.schema import CreateIndex
 from sqlmodel import Field, SQLModel
 
 from .step_state import StepState
@@ -41,7 +43,9 @@ __all__ = [
     "META",
     "RECEIPTS",
     "STEPS",
+    "READ_INDEXES",
     "TRIGGERS",
+    "add_read_indexes",
     "insert_ignoring",
     "insert_ignoring_conflict",
     "insert_step_states",
@@ -74,6 +78,11 @@ class EventRow(_Base, table=True):
     __table_args__ = (
         Index("ix_waymark_events_plan_seq", "plan_id", "seq"),
         Index("ix_waymark_events_plan_step_seq", "plan_id", "step_id", "seq"),
+        # The newest event of a kind, and one run's events, read without the plan's others
+        # (a look-up of a kind a plan rarely has, a run's own events): a ledger created
+        # before them gets them when it is opened for a run (:data:`READ_INDEXES`).
+        Index("ix_waymark_events_plan_kind_seq", "plan_id", "kind", "seq"),
+        Index("ix_waymark_events_plan_run_seq", "plan_id", "run_id", "seq"),
     )
 
     seq: int | None = Field(default=None, primary_key=True)
@@ -135,6 +144,15 @@ STEPS: Table = StepRow.__table__  # type: ignore[attr-defined]
 HOLDS: Table = HoldRow.__table__  # type: ignore[attr-defined]
 RECEIPTS: Table = ReceiptRow.__table__  # type: ignore[attr-defined]
 
+#: The events table's indexes added after schema 2 was released, by name: no schema version
+#: (nothing a reader needs to know), created if missing when a ledger is opened for a run
+#: (:func:`add_read_indexes`).
+READ_INDEXES: dict[str, Index] = {
+    ix.name: ix
+    for ix in EVENTS.indexes
+    if ix.name in ("ix_waymark_events_plan_kind_seq", "ix_waymark_events_plan_run_seq")
+}
+
 _E = EVENTS.name
 _APPEND_ONLY = f"{_E} is append-only: events are never updated or deleted"
 #: Events are append-only in the database too: triggers refuse UPDATE, DELETE (and TRUNCATE),
@@ -188,6 +206,17 @@ def insert_ignoring(conn: Connection, table: Table) -> Any:
     return insert(table) if stmt is None else stmt
 
 
+def add_read_indexes(conn: Connection) -> list[str]:
+    """``CREATE INDEX IF NOT EXISTS`` each of :data:`READ_INDEXES` the events table lacks (a
+    ledger created before they were added); return the names created. Looked up first, so
+    an opener of a ledger that has them (every one after the first) takes no table lock."""
+    have = {ix["name"] for ix in inspect(conn).get_indexes(EVENTS.name)}
+    missing = [ix for name, ix in READ_INDEXES.items() if name not in have]
+    for ix in missing:
+        conn.execute(CreateIndex(ix, if_not_exists=True))
+    return [str(ix.name) for ix in missing]
+
+
 def _where(table: Table, **params: str) -> list[Any]:
     """``table.<column> = :<param>`` for each ``column=param``."""
     return [table.c[c] == bindparam(p) for c, p in params.items()]
@@ -218,6 +247,7 @@ STOP_ROWS = select(META.c.key, META.c.value).where(
 # -- reads ------------------------------------------------------------------------------
 STEP_STATES = select(STEPS.c.state).where(*_where(STEPS, plan_id="p_plan"))
 PLAN_HOLDS = select(HOLDS).where(*_where(HOLDS, plan_id="p_plan"))
+#: A plan's events (``kind IN``, ``run_id IN`` added by the reader), counted in the database.
 COUNT_EVENTS = select(func.count()).select_from(EVENTS).where(*_where(EVENTS, plan_id="p_plan"))
 
 # -- meta rows --------------------------------------------------------------------------

@@ -87,12 +87,18 @@ class LedgerReader(Protocol):
         *,
         after_seq: int = 0,
         kinds: Iterable[EventKind | str] | None = None,
+        first: int | None = None,
         last: int | None = None,
+        run_ids: Iterable[str] | None = None,
     ) -> list[ProgressEvent]: ...
 
     def last_event(
         self, plan_id: str, kinds: Iterable[EventKind | str]
     ) -> ProgressEvent | None: ...
+
+    def count_events(
+        self, plan_id: str, *, kinds: Iterable[EventKind | str] | None = None
+    ) -> int: ...
 
     def step_states(self, plan_id: str) -> dict[str, StepState]: ...
 
@@ -134,15 +140,23 @@ class Ledger(ReceiptStore):
         *,
         after_seq: int = 0,
         kinds: Iterable[EventKind | str] | None = None,
+        first: int | None = None,
         last: int | None = None,
+        run_ids: Iterable[str] | None = None,
     ) -> list[ProgressEvent]:
-        """Events of a plan in append order; ``last``: only the newest ``last`` of them (still
-        in append order), read without reading the older ones — what a run reads of a long
-        history (its markers, its recent runs) stays the same size however long it gets."""
+        """Events of a plan in append order, after ``after_seq``, of one of ``kinds`` and of one
+        of ``run_ids`` (each if given). ``first`` / ``last`` (one of them): only the oldest /
+        newest that many of them (still in append order), read without reading the others —
+        what a run reads of a long history (its markers, its recent runs, one run's events)
+        stays the same size however long the history gets."""
 
     @abstractmethod
     def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
         """The newest event of one of ``kinds``."""
+
+    @abstractmethod
+    def count_events(self, plan_id: str, *, kinds: Iterable[EventKind | str] | None = None) -> int:
+        """How many events the plan has (of one of ``kinds``), counted without reading them."""
 
     @abstractmethod
     def step_states(self, plan_id: str) -> dict[str, StepState]:

@@ -36,16 +36,20 @@ def light_events(
     kinds: Iterable[EventKind | str],
     *,
     run_id: str | None = None,
+    run_ids: Iterable[str] | None = None,
     after_seq: int = 0,
+    first: int | None = None,
     last: int | None = None,
 ) -> list[ProgressEvent]:
-    """``ledger.events(plan_id, after_seq=..., kinds=..., last=...)`` of ``run_id`` only (if
-    given), each without :data:`HEAVY_KEYS` in its data."""
-    return [
-        _without_heavy(e)
-        for e in ledger.events(plan_id, after_seq=after_seq, kinds=list(kinds), last=last)
-        if run_id is None or e.run_id == run_id
-    ]
+    """``ledger.events(plan_id, after_seq=..., kinds=..., first=..., last=..., run_ids=...)``
+    (``run_id``: ``run_ids=[run_id]``, filtered in the database), each without
+    :data:`HEAVY_KEYS` in its data."""
+    if run_id is not None:
+        run_ids = [run_id, *(run_ids or ())]
+    found = ledger.events(
+        plan_id, after_seq=after_seq, kinds=list(kinds), first=first, last=last, run_ids=run_ids
+    )
+    return [_without_heavy(e) for e in found]
 
 
 def _without_heavy(ev: ProgressEvent) -> ProgressEvent:
@@ -76,24 +80,24 @@ def run_hash_fields(
 
 def run_step_hashes(ledger: LedgerReader, plan_id: str, run_id: str) -> dict[str, str] | None:
     """The step hashes of run ``run_id`` of the plan, following ``step_hashes_run`` to a run of
-    the same plan hash (the chain is read without the hashes, then the holder's own event);
-    None if the ledger holds no run_started of that run, or no run of that plan hash with its
-    hashes (a name that leads elsewhere: only a foreign writer makes one)."""
-    started = light_events(ledger, plan_id, [EventKind.run_started])
-    by_run = {e.run_id: e for e in started if e.run_id}
-    event = by_run.get(run_id)
+    the same plan hash (each link one run's ``run_started``, read by its run id: the plan's
+    other runs are never read); None if the ledger holds no run_started of that run, or no run
+    of that plan hash with its hashes (a name that leads elsewhere: only a foreign writer makes
+    one)."""
+    event = _run_started(ledger, plan_id, run_id)
     if event is None:
         return None
     plan_hash, seen = event.data.get("plan_hash"), {run_id}
     while isinstance(holder := event.data.get("step_hashes_run"), str):
-        event = by_run.get(holder)
+        event = _run_started(ledger, plan_id, holder)
         if event is None or holder in seen or event.data.get("plan_hash") != plan_hash:
             return None
         seen.add(holder)
-    # The holder's own data, read in full: it and the runs after it (light ones, mostly).
-    after = (event.seq or 1) - 1
-    for full in ledger.events(plan_id, after_seq=after, kinds=[EventKind.run_started]):
-        if full.seq == event.seq:
-            hashes = full.data.get("step_hashes")
-            return {str(k): str(v) for k, v in hashes.items()} if isinstance(hashes, dict) else None
-    return None
+    hashes = event.data.get("step_hashes")
+    return {str(k): str(v) for k, v in hashes.items()} if isinstance(hashes, dict) else None
+
+
+def _run_started(ledger: LedgerReader, plan_id: str, run_id: str) -> ProgressEvent | None:
+    """The (newest) ``run_started`` of ``run_id``, in full."""
+    found = ledger.events(plan_id, kinds=[EventKind.run_started], run_ids=[run_id], last=1)
+    return found[0] if found else None

@@ -62,6 +62,7 @@ from ._tables import (
     STEPS,
     UPDATE_RECEIPT,
     UPDATE_STEP,
+    add_read_indexes,
     insert_ignoring,
     insert_ignoring_conflict,
     insert_step_states,
@@ -102,6 +103,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SqlLedger"]
 
+
+#: At most this many run ids in one ``run_id IN (...)`` (SQLite and PostgreSQL cap the
+#: parameters of a statement): :meth:`SqlLedger.events` reads a longer list in parts.
+_IDS_PER_READ = 500
 
 # A forked child's copies of its parent's connection pools: kept referenced, never used or
 # closed in the child (closing one would roll back the parent's handle from the wrong process).
@@ -296,6 +301,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
             if create:
                 with conn.begin():
                     self._prepare_rows(conn, create)
+                    add_read_indexes(conn)  # an older ledger's, in the same transaction
                 return
             self._reading(conn)
             if not inspect(conn).has_table(META.name):
@@ -511,17 +517,38 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         *,
         after_seq: int = 0,
         kinds: Iterable[EventKind | str] | None = None,
+        first: int | None = None,
         last: int | None = None,
+        run_ids: Iterable[str] | None = None,
     ) -> list[ProgressEvent]:
+        if first is not None and last is not None:
+            raise ValueError("events(): give first or last, not both")
         q = select(EVENTS).where(EVENTS.c.plan_id == plan_id, EVENTS.c.seq > after_seq)
-        if kinds is not None:
+        if kinds is not None:  # by the (plan_id, kind, seq) index
             q = q.where(EVENTS.c.kind.in_(kind_names(kinds)))
-        if last is not None:  # the newest, by the (plan_id, kind, seq) index, then in order
+        if last is not None:  # the newest first, then put in order
             q = q.order_by(EVENTS.c.seq.desc()).limit(max(last, 0))
-            with self._read() as conn:
-                return [event_from_row(r) for r in conn.execute(q)][::-1]
+        else:
+            q = q.order_by(EVENTS.c.seq)
+            if first is not None:
+                q = q.limit(max(first, 0))
         with self._read() as conn:
-            return [event_from_row(r) for r in conn.execute(q.order_by(EVENTS.c.seq))]
+            if run_ids is None:
+                rows = list(conn.execute(q))
+            else:  # by the (plan_id, run_id, seq) index; a long list in parts
+                ids = list(dict.fromkeys(run_ids))
+                rows = []
+                for at in range(0, len(ids), _IDS_PER_READ):
+                    part = ids[at : at + _IDS_PER_READ]
+                    rows += conn.execute(q.where(EVENTS.c.run_id.in_(part)))
+        if run_ids is not None or last is not None:
+            rows.sort(key=lambda r: r.seq)
+        if run_ids is not None:  # each part's first (last) ones hold the first (last) of all
+            if first is not None:
+                rows = rows[: max(first, 0)]
+            if last is not None:
+                rows = rows[max(len(rows) - max(last, 0), 0) :]
+        return [event_from_row(r) for r in rows]
 
     def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
         q = (
@@ -534,9 +561,12 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
             row = conn.execute(q).first()
         return event_from_row(row) if row is not None else None
 
-    def count_events(self, plan_id: str) -> int:
+    def count_events(self, plan_id: str, *, kinds: Iterable[EventKind | str] | None = None) -> int:
+        q = COUNT_EVENTS
+        if kinds is not None:
+            q = q.where(EVENTS.c.kind.in_(kind_names(kinds)))
         with self._read() as conn:
-            return int(conn.execute(COUNT_EVENTS, {"p_plan": plan_id}).scalar_one())
+            return int(conn.execute(q, {"p_plan": plan_id}).scalar_one())
 
     def step_states(self, plan_id: str) -> dict[str, StepState]:
         with self._read() as conn:

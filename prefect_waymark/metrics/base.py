@@ -37,6 +37,9 @@ class MetricInput:
     contract_source: str | None
     #: The plan's rows of ``waymark_receipts`` (None: this reader cannot read them).
     receipts: Sequence[ReceiptRecord] | None
+    #: The plan's number of runs, counted in the ledger, when the events fed hold only some
+    #: of its ``run_started`` events (None: they hold all of them).
+    runs: int | None = None
 
 
 class Metric(ABC):

@@ -5,7 +5,9 @@ Every ``run_started`` after the plan's first is a resumed run. It fails when it 
 (``step_started`` with its run id) that was completed when it started — unless a
 ``step_rerun_requested`` for that step came in between — or when it applies or claims an action
 whose key was already applied (``action_applied`` / ``action_intent`` for that key). None when
-no run was resumed.
+no run was resumed. A run that started no step and claimed no action re-executed nothing: the
+metrics read only the ``run_started`` of the runs that did something, and count the others
+(:func:`~.compute.metric_events`).
 """
 
 from __future__ import annotations
@@ -79,15 +81,19 @@ class ResumeSuccess(Metric):
 
     def result(self) -> dict[str, Any]:
         failed = [r for r in self.resumed if r.redone or r.repeated]
-        ok = len(self.resumed) - len(failed)
+        # Fed only the runs that did something (and the first)? The others resumed and
+        # re-executed nothing: they count, as successes.
+        runs = self.runs if self.given.runs is None else self.given.runs
+        resumed = max(runs - 1, 0)
+        ok = resumed - len(failed)
         detail = [
             {"run_id": r.run_id, "re_executed": r.redone[:10], "repeated_actions": r.repeated[:10]}
             for r in failed
         ]
         return {
-            "value": ratio(ok, len(self.resumed)),
-            "runs": self.runs,
-            "resumed": len(self.resumed),
+            "value": ratio(ok, resumed),
+            "runs": runs,
+            "resumed": resumed,
             "succeeded": ok,
             "failed": len(failed),
             **capped(detail),

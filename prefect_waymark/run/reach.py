@@ -76,8 +76,10 @@ def _elsewhere(
         elif st.workdir != here:
             made[sid] = st.workdir
     if unknown:  # older records: the run that completed the step says where it ran
+        wanted = sorted({r for r in unknown.values() if r})  # those runs only, by run id
         runs = {
-            e.run_id: e.data.get("workdir") for e in ledger.events(plan_id, kinds=["run_started"])
+            e.run_id: e.data.get("workdir")
+            for e in ledger.events(plan_id, kinds=["run_started"], run_ids=wanted)
         }
         for sid, run_id in unknown.items():
             where = runs.get(run_id) if run_id else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..ledger import Ledger
-from ..ledger.events import EventKind
+from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.run_hashes import light_events
 
 __all__ = ["SlotBudget", "slot_budget"]
@@ -55,7 +55,7 @@ def slot_budget(ledger: Ledger, plan_id: str, max_steps: int | None) -> SlotBudg
         return None
     first_seq: int | None = None
     runs: set[str] = set()
-    for ev in light_events(ledger, plan_id, [EventKind.run_started]):  # no step hashes
+    for ev in _runs_since(ledger, plan_id, since):
         if ev.data.get("deployment_id") == deployment_id and ev.at >= since and ev.run_id:
             runs.add(ev.run_id)
             if first_seq is None and ev.seq is not None:
@@ -64,7 +64,24 @@ def slot_budget(ledger: Ledger, plan_id: str, max_steps: int | None) -> SlotBudg
     if first_seq is not None:
         used = [
             str(ev.run_id)
-            for ev in ledger.events(plan_id, after_seq=first_seq, kinds=[EventKind.step_started])
-            if ev.run_id in runs
+            for ev in ledger.events(
+                plan_id, after_seq=first_seq, kinds=[EventKind.step_started], run_ids=runs
+            )
         ]
     return SlotBudget(deployment_id, since, max_steps, len(used), tuple(dict.fromkeys(used)))
+
+
+#: The newest runs read first; twice as many each time the slot began before all of them.
+_RUNS_READ = 16
+
+
+def _runs_since(ledger: Ledger, plan_id: str, since: datetime) -> list[ProgressEvent]:
+    """The plan's ``run_started`` events from the newest back to the last one that started
+    before ``since`` (the runs appended before it started before the slot too), oldest first,
+    without their step hashes: a plan's runs before this slot are not read."""
+    last = _RUNS_READ
+    while True:
+        found = light_events(ledger, plan_id, [EventKind.run_started], last=last)
+        if len(found) < last or found[0].at < since:
+            return found
+        last *= 2

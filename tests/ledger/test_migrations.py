@@ -13,11 +13,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from prefect_waymark.errors import LedgerError
 from prefect_waymark.ledger import SCHEMA_VERSION, open_ledger, open_reader
 from prefect_waymark.ledger import migrations as migrations_module
+from prefect_waymark.ledger._tables import READ_INDEXES, add_read_indexes
 from prefect_waymark.ledger.migrations import Migration
 from tests._support.postgres import PgServer
 
@@ -75,6 +76,35 @@ def test_an_old_ledger_is_migrated_in_place_once(old_ledger: str) -> None:
     assert _count_events(old_ledger) == events_before  # records kept, none added
     with open_ledger(old_ledger) as again:  # a second open finds nothing to do
         assert again.ledger_id == first_id
+    assert _meta(old_ledger) == meta
+
+
+def _indexes(url: str) -> set[str]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return {str(ix["name"]) for ix in inspect(conn).get_indexes("waymark_events")}
+    finally:
+        engine.dispose()
+
+
+def test_an_older_ledger_gains_the_read_indexes_without_a_new_version(old_ledger: str) -> None:
+    """The (plan_id, kind, seq) and (plan_id, run_id, seq) indexes came after schema 2: a run's
+    open creates them if missing (no version bump, nothing else changed); a reader's does not."""
+    added = set(READ_INDEXES)
+    assert not added & _indexes(old_ledger)
+    with open_ledger(old_ledger, create=False) as reading:
+        assert reading.events("upgrade-fixture", kinds=["run_started"], last=1)
+    assert not added & _indexes(old_ledger)
+    with open_ledger(old_ledger) as led:
+        newest = led.events("upgrade-fixture", kinds=["run_started"], last=1)
+    assert added <= _indexes(old_ledger)
+    meta = _meta(old_ledger)
+    assert meta["schema_version"] == str(SCHEMA_VERSION) == "2"
+    with open_ledger(old_ledger) as again:  # found: nothing created, nothing changed
+        assert again.events("upgrade-fixture", kinds=["run_started"], last=1) == newest
+        with again._engine.connect() as conn:
+            assert add_read_indexes(conn) == []
     assert _meta(old_ledger) == meta
 
 

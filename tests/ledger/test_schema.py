@@ -1,5 +1,5 @@
 """The schema a new SQLite ledger gets from the SQLModel tables (``ledger/_tables.py``): five
-tables, two indexes, the two append-only triggers; and importing the ledger package loads no
+tables, four indexes, the two append-only triggers; and importing the ledger package loads no
 SQLAlchemy (it loads where a ledger is opened)."""
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ def test_a_new_sqlite_ledger_has_the_tables_indexes_and_triggers(tmp_path: Path)
             "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
         ).fetchall()
     kinds = [t for t, _ in rows]
-    assert kinds.count("table") == 5 and kinds.count("index") == 2 and kinds.count("trigger") == 2
+    assert kinds.count("table") == 5 and kinds.count("index") == 4 and kinds.count("trigger") == 2
+    assert {n for t, n in rows if t == "index"} == {
+        "ix_waymark_events_plan_seq",
+        "ix_waymark_events_plan_step_seq",
+        "ix_waymark_events_plan_kind_seq",
+        "ix_waymark_events_plan_run_seq",
+    }
     assert {n for t, n in rows if t == "table"} == {
         "waymark_events",
         "waymark_holds",

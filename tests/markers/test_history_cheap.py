@@ -1,6 +1,7 @@
 """History that stays cheap: a run's record holds counts of what it skipped or left out, the
 marker file keeps the newest runs (the ledger all of them), and a run after many runs reads the
-same number of markers and run ends as a run after a few."""
+same number of markers, run starts and run ends as a run after a few (counted in rows read, not
+time); the ledger's bounded reads (``first``, ``last``, ``run_ids``, ``count_events``)."""
 
 from __future__ import annotations
 
@@ -143,12 +144,21 @@ def test_a_run_after_many_runs_reads_a_bounded_number_of_markers_and_run_ends(
             summary = run_inprocess(plan, max_steps=1)
         assert summary.executed_steps == ["b"]
         reads[runs] = counted
-    many = reads[300]
+    many, few = reads[300], reads[3]
     # markers: the file's check reads twice what the file keeps, then what it keeps, the run
     # its last one; run ends: the plan page's newest runs (twice, live and at the end)
     assert many[EventKind.marker_written] <= 2 * MARKER_ENTRIES + MARKER_ENTRIES + 1 + 2
     assert many[EventKind.run_finished] <= 2 * (PAGE_RUNS_READ + 1) + 2
     assert many[EventKind.marker_written] < 300 and many[EventKind.run_finished] < 300
+    # run starts: the plan page's newest runs, then its events since the oldest of them (each
+    # twice, live and at the end), the metrics' first run and the runs that did work, the last
+    # run's and its step hashes' holder
+    assert many[EventKind.run_started] <= 4 * (PAGE_RUNS_READ + 1) + 8 < 300
+    # every other kind: what a run after 3 runs reads, not a row more
+    others = {str(k) for k in _RUN_KINDS}
+    assert {k: n for k, n in many.items() if k not in others} == {
+        k: n for k, n in few.items() if k not in others
+    }
 
 
 def test_events_last_reads_the_newest_in_order(ledger_url: str) -> None:
@@ -160,3 +170,37 @@ def test_events_last_reads_the_newest_in_order(ledger_url: str) -> None:
         assert [e.data["n"] for e in newest] == [4, 5, 6]
         assert [e.kind for e in led.events("p", last=2)] == [EventKind.drift, EventKind.reanchor]
         assert len(led.events("p", kinds=[EventKind.drift], last=50)) == 7
+
+
+def test_bounded_reads_first_run_ids_and_counts(ledger_url: str) -> None:
+    with open_ledger(ledger_url) as led:
+        for i in range(7):
+            led.record("p", EventKind.drift, run_id=f"r{i}", n=i)
+            led.record("p", EventKind.reanchor, run_id=f"r{i}")
+        led.record("other", EventKind.drift, run_id="r1", n=99)
+        oldest = led.events("p", kinds=[EventKind.drift], first=2)
+        assert [e.data["n"] for e in oldest] == [0, 1]
+        runs = led.events("p", run_ids=["r5", "r1", "r5", "nobody"])
+        assert [(e.run_id, e.kind) for e in runs] == [
+            ("r1", EventKind.drift),
+            ("r1", EventKind.reanchor),
+            ("r5", EventKind.drift),
+            ("r5", EventKind.reanchor),
+        ]
+        assert [e.run_id for e in led.events("p", kinds=["drift"], run_ids=["r6", "r2"])] == [
+            "r2",
+            "r6",
+        ]
+        assert [e.run_id for e in led.events("p", run_ids=["r6", "r2"], first=1)] == ["r2"]
+        assert [e.run_id for e in led.events("p", run_ids=["r6", "r2"], last=3)] == [
+            "r2",
+            "r6",
+            "r6",
+        ]
+        assert led.events("p", run_ids=[]) == []
+        assert len(led.events("p", run_ids=[f"r{i}" for i in range(1200)])) == 14  # in parts
+        assert led.count_events("p") == 14
+        assert led.count_events("p", kinds=[EventKind.drift]) == 7
+        assert led.count_events("p", kinds=["run_started"]) == 0
+        with pytest.raises(ValueError, match="first or last"):
+            led.events("p", first=1, last=1)
