@@ -207,7 +207,9 @@ class Soak:
 
     # -- processes -----------------------------------------------------------------------------
 
-    def cli(self, *args: str, folder: str = "A", timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, folder: str = "A", timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [WAYMARK, *args], cwd=self.folders[folder], env=self.env,
             capture_output=True, text=True, timeout=timeout,
@@ -281,7 +283,9 @@ class Soak:
                 c.failures.append(f"run exit {rc}: {out[-1500:]}")
         if rc in (0, 1, 3, 4) and "steps run: 0" not in out:
             self._worked("A")
-        self.log(f"run {' '.join(args[2:])} {env.get('SOAK_KILL_AT', '')} -> {rc}{' killed' if died else ''}")
+        self.log(
+            f"run {' '.join(args[2:])} {env.get('SOAK_KILL_AT', '')} -> {rc}{' killed' if died else ''}"
+        )
 
     def _run_with_pg_restart(self, args: list[str], env: dict[str, str]) -> tuple[int, str]:
         log = self.soak_dir / "last.log"
@@ -376,7 +380,9 @@ class Soak:
         if proc.returncode == 0:
             self.counts.reruns += 1
         elif "Traceback" in proc.stderr or proc.returncode != 2:
-            self.counts.failures.append(f"rerun {sid} exit {proc.returncode}: {proc.stderr[-1500:]}")
+            self.counts.failures.append(
+                f"rerun {sid} exit {proc.returncode}: {proc.stderr[-1500:]}"
+            )
         self.log(f"rerun {sid} -> {proc.returncode}")
 
     def op_edit_output(self) -> None:
@@ -417,7 +423,9 @@ class Soak:
             self.write_plan()
             self.counts.plan_edits["step added"] += 1
         elif kind == "remove":
-            leaves = [s for s in extras if not any(s["id"] in t.get("depends_on", []) for t in self.steps)]
+            leaves = [
+                s for s in extras if not any(s["id"] in t.get("depends_on", []) for t in self.steps)
+            ]
             if not leaves:
                 return
             victim = self.rng.choice(leaves)
@@ -438,10 +446,16 @@ class Soak:
                 if t["depends_on"] is None:
                     del t["depends_on"]
             self.write_plan()
-            proc = self.cli("rename-step", self.plan("A"), "--from", old, "--to", new, "--by", "soak")
+            proc = self.cli(
+                "rename-step", self.plan("A"), "--from", old, "--to", new, "--by", "soak"
+            )
             if proc.returncode not in (0, 2) or "Traceback" in proc.stderr:
-                self.counts.failures.append(f"rename-step exit {proc.returncode}: {proc.stderr[-1500:]}")
-            self.counts.plan_edits["step renamed" if proc.returncode == 0 else "renamed, no history"] += 1
+                self.counts.failures.append(
+                    f"rename-step exit {proc.returncode}: {proc.stderr[-1500:]}"
+                )
+            self.counts.plan_edits[
+                "step renamed" if proc.returncode == 0 else "renamed, no history"
+            ] += 1
             self.log(f"rename {old} -> {new}: {proc.returncode}")
         self.counts.edits += 1
 
@@ -449,7 +463,9 @@ class Soak:
         """Answer every stop for review, as a person would."""
         for _ in range(10):
             states = self.states()
-            waiting = [s for s in self.step_ids() if states.get(s) and states[s].status == "needs_review"]
+            waiting = [
+                s for s in self.step_ids() if states.get(s) and states[s].status == "needs_review"
+            ]
             if not waiting:
                 return
             sid = waiting[0]
@@ -475,7 +491,9 @@ class Soak:
             proc = self.cli(*args)
             self.log(f"review {sid} ({reason[:60]}) {args[-1]} -> {proc.returncode}")
             if proc.returncode != 0:
-                self.counts.failures.append(f"review {sid} exit {proc.returncode}: {proc.stderr[-1500:]}")
+                self.counts.failures.append(
+                    f"review {sid} exit {proc.returncode}: {proc.stderr[-1500:]}"
+                )
                 return
             self.edited = {(f, s) for f, s in self.edited if s != sid}
 
@@ -530,7 +548,9 @@ class Soak:
         op()
         self.counts.runs += 1
         self.answer_reviews()
-        self.counts.broken += [f"after op {i} ({op.__name__}): {b}" for b in check_invariants(self, full=i % 10 == 9)]
+        self.counts.broken += [
+            f"after op {i} ({op.__name__}): {b}" for b in check_invariants(self, full=i % 10 == 9)
+        ]
 
     def run(self, runs: int, *, pg_restart_at: int | None = None) -> Counts:
         for i in range(runs):
@@ -629,7 +649,7 @@ def check_invariants(soak: Soak, *, full: bool = False) -> list[str]:
             completed_since_reason[sid] = True
             changed[sid] = settled[sid] = seq
         elif ev.kind == "step_rerun_requested":
-            if not ev.data.get("reason"):
+            if not (ev.data.get("reason") or ev.data.get("review_reason")):
                 broken.append(f"rerun of {sid} (seq {seq}) without a reason")
             completed_since_reason[sid] = False
         elif ev.kind == "step_review_accepted":
@@ -658,7 +678,9 @@ def check_invariants(soak: Soak, *, full: bool = False) -> list[str]:
     if len(started - marked) > soak.dead_runs:
         broken.append(f"{len(started - marked)} runs without a marker, {soak.dead_runs} died")
     # 5. status equals a rebuild from events
-    if {k: v.model_dump() for k, v in states.items()} != {k: v.model_dump() for k, v in rebuilt.items()}:
+    if {k: v.model_dump() for k, v in states.items()} != {
+        k: v.model_dump() for k, v in rebuilt.items()
+    }:
         diff = [k for k in set(states) | set(rebuilt) if states.get(k) != rebuilt.get(k)]
         broken.append(f"active view differs from a rebuild from events: {diff}")
     if full:
@@ -666,9 +688,15 @@ def check_invariants(soak: Soak, *, full: bool = False) -> list[str]:
         if proc.returncode != 0:
             broken.append(f"status exit {proc.returncode}: {proc.stderr[-800:]}")
         else:
-            shown = {s["id"]: (s["status"], bool(s.get("stale"))) for s in json.loads(proc.stdout)["steps"]}
+            shown = {
+                s["id"]: (s["status"], bool(s.get("stale")))
+                for s in json.loads(proc.stdout)["steps"]
+            }
             want = {
-                sid: (rebuilt[sid].status.value if sid in rebuilt else "pending", bool(rebuilt[sid].stale) if sid in rebuilt else False)
+                sid: (
+                    rebuilt[sid].status.value if sid in rebuilt else "pending",
+                    bool(rebuilt[sid].stale) if sid in rebuilt else False,
+                )
                 for sid in plan_steps
             }
             if shown != want:
@@ -731,7 +759,10 @@ def main(argv: list[str] | None = None) -> int:
             server = cluster.start()
             admin, server_url = server.admin_url, server.server_url
         else:
-            admin, server_url = args.pg_url, "postgresql+psycopg://" + args.pg_url.split("://", 1)[1].rsplit("/", 1)[0]
+            admin, server_url = (
+                args.pg_url,
+                "postgresql+psycopg://" + args.pg_url.split("://", 1)[1].rsplit("/", 1)[0],
+            )
         db = _create_db(admin)
         dbs.append(db)
         soak = Soak(
