@@ -122,7 +122,7 @@ def initial_steps() -> list[dict[str, Any]]:
     return [
         _work("fetch", [], reads=["source"]),
         _work("derive", ["fetch"]),
-        _step("notes", ["fetch"], kind="agent", instructions="write notes", outputs=["out/notes.txt"]),
+        _step("notes", ["fetch"], kind="agent", instructions="notes", outputs=["out/notes.txt"]),
         _step(
             "publish",
             ["derive", "notes"],
@@ -131,7 +131,7 @@ def initial_steps() -> list[dict[str, Any]]:
             probe=f"{py} {STEPS} probe",
         ),
         _work("report", ["publish"]),
-        _step("check", ["report"], kind="agent", instructions="check it", outputs=["out/check.txt"]),
+        _step("check", ["report"], kind="agent", instructions="check", outputs=["out/check.txt"]),
     ]  # fmt: skip
 
 
@@ -205,6 +205,20 @@ class Soak:
     def code_steps(self) -> list[dict[str, Any]]:
         return [s for s in self.steps if s.get("kind") != "agent"]
 
+    def to_run(self) -> list[dict[str, Any]]:
+        """The code steps a run would start now: not completed (or stale), their needs done."""
+        states = self.states()
+
+        def done(sid: str) -> bool:
+            st = states.get(sid)
+            return st is not None and st.status == "completed" and not st.stale
+
+        return [
+            s
+            for s in self.code_steps()
+            if not done(s["id"]) and all(done(d) for d in s.get("depends_on", []))
+        ]
+
     # -- processes -----------------------------------------------------------------------------
 
     def cli(
@@ -254,12 +268,12 @@ class Soak:
             args += ["--max-steps", str(self.rng.randint(1, 3))]
         kill_after = None
         roll = self.rng.random()
-        if roll < 0.3:
-            step = self.rng.choice(self.code_steps())
+        if roll < 0.35:
+            step = self.rng.choice(self.to_run() or self.code_steps())
             points = ACTION_KILL_POINTS if step.get("action") else KILL_POINTS
             env["SOAK_KILL_AT"] = f"{step['id']}:{self.rng.choice(points)}"
-        elif roll < 0.42 or restart_pg:
-            kill_after = self.rng.uniform(1.0, 6.0)
+        elif roll < 0.5 or restart_pg:
+            kill_after = self.rng.uniform(0.5, 5.0)
         before = len(self.kills_logged())
         started = self.run_ids()
         if restart_pg:
@@ -283,9 +297,8 @@ class Soak:
                 c.failures.append(f"run exit {rc}: {out[-1500:]}")
         if rc in (0, 1, 3, 4) and "steps run: 0" not in out:
             self._worked("A")
-        self.log(
-            f"run {' '.join(args[2:])} {env.get('SOAK_KILL_AT', '')} -> {rc}{' killed' if died else ''}"
-        )
+        at = env.get("SOAK_KILL_AT", "")
+        self.log(f"run {' '.join(args[2:])} {at} -> {rc}{' killed' if died else ''}")
 
     def _run_with_pg_restart(self, args: list[str], env: dict[str, str]) -> tuple[int, str]:
         log = self.soak_dir / "last.log"
@@ -473,7 +486,7 @@ class Soak:
             reason = st.review_reason or ""
             self.counts.reviews += 1
             self.counts.review_reasons[_reason_kind(reason)] += 1
-            if "edited" in reason and not any(s == sid for _, s in self.edited):
+            if "output changed" in reason and not any(s == sid for _, s in self.edited):
                 self.counts.unexplained_reviews.append(f"{sid}: {reason}")
             args = ["review", self.plan("A"), "--step", sid, "--by", "soak"]
             if st.open_actions:
@@ -590,8 +603,9 @@ class Soak:
 def _reason_kind(reason: str) -> str:
     low = reason.lower()
     for word, kind in (
-        ("edited", "output edited"), ("applied", "applied action upstream changed"),
-        ("definition", "definition changed"), ("ref", "ref changed"), ("changed", "upstream changed"),
+        ("output changed", "output edited"), ("applied", "applied action upstream changed"),
+        ("definition", "definition changed"), ("ref", "ref changed"),
+        ("changed", "upstream changed"),
         ("result", "result lost"), ("intent", "action outcome unknown"),
     ):  # fmt: skip
         if word in low:
@@ -604,15 +618,27 @@ def _reason_kind(reason: str) -> str:
 
 def check_invariants(soak: Soak, *, full: bool = False) -> list[str]:
     """Every invariant the soak promises, on the ledger and the side-effect files: the broken
-    ones, each said in a line (empty: all held)."""
+    ones, each said in a line (empty: all held). ``full``: ``waymark status --json`` too."""
     soak.counts.checks += 1
-    broken: list[str] = []
     with soak.ledger() as led:
         events = led.events(PLAN_ID)
         states = dict(led.step_states(PLAN_ID))
         rebuilt = dict(led.rebuild(PLAN_ID))
-    plan_steps = {s["id"]: s for s in soak.steps}
-    # 1. no action applied twice
+    history = _History(events)
+    return [
+        *_applied_twice(soak, states),
+        *_stale_unsaid(soak, states, history),
+        *history.redone,
+        *_runs_without_marker(soak, events),
+        *_view_not_rebuilt(states, rebuilt),
+        *(_status_not_rebuilt(soak, rebuilt) if full else []),
+    ]
+
+
+def _applied_twice(soak: Soak, states: dict[str, Any]) -> list[str]:
+    """1. No action applied twice: a key's effect at most once; no more effects than 1 + the
+    reviews that asked for the action again."""
+    broken = []
     effects = soak.effects()
     twice = [k for k, n in Counter(effects).items() if n > 1]
     if twice:
@@ -623,51 +649,69 @@ def check_invariants(soak: Soak, *, full: bool = False) -> list[str]:
         broken.append(f"{len(effects)} effects, allowed 1 + {rounds} review reruns: {effects}")
     if rounds > soak.review_reruns_of_action:
         broken.append(f"action_round {rounds} > {soak.review_reruns_of_action} reviews asked it")
-    # rename-aware histories: the id each event's step has now
-    now: dict[str, str] = {}
+    return broken
 
-    def current(sid: str) -> str:
-        while sid in now:
-            sid = now[sid]
+
+class _History:
+    """The step events read in order, each under the id its step has now (renames followed):
+    when each step last changed and settled, and the completions with no rerun before them."""
+
+    def __init__(self, events: list[Any]) -> None:
+        self.now: dict[str, str] = {}  # old id -> new id
+        self.changed: dict[str, int] = {}  # step -> seq of its last completion, edit accepted
+        self.settled: dict[str, int] = {}  # step -> seq of its last completion, accepted review
+        self.redone: list[str] = []  # 3. steps completed again with no recorded reason
+        completed: dict[str, bool] = {}  # completed, and no rerun recorded since
+        for ev in events:
+            if ev.step_id is None:
+                continue
+            if ev.kind == "step_renamed" and ev.data.get("to_step"):
+                self.now[ev.step_id] = ev.data["to_step"]
+                continue
+            sid, seq = self.current(ev.step_id), ev.seq or 0
+            if ev.kind == "step_completed":
+                if completed.get(sid):
+                    self.redone.append(f"{sid} completed again (seq {seq}), no rerun recorded")
+                completed[sid] = True
+                self.changed[sid] = self.settled[sid] = seq
+            elif ev.kind == "step_rerun_requested":
+                if not (ev.data.get("reason") or ev.data.get("review_reason")):
+                    self.redone.append(f"rerun of {sid} (seq {seq}) without a reason")
+                completed[sid] = False
+            elif ev.kind == "step_review_accepted":
+                self.settled[sid] = seq
+                if ev.data.get("outputs"):  # an edited output accepted: the step changed
+                    self.changed[sid] = seq
+
+    def current(self, sid: str) -> str:
+        while sid in self.now:
+            sid = self.now[sid]
         return sid
 
-    changed: dict[str, int] = {}  # step -> seq of its last change (completion, edit accepted)
-    settled: dict[str, int] = {}  # step -> seq of its last completion or accepted review
-    completed_since_reason: dict[str, bool] = {}
-    for ev in events:
-        if ev.step_id is None:
-            continue
-        if ev.kind == "step_renamed" and ev.data.get("to_step"):
-            now[ev.step_id] = ev.data["to_step"]
-            continue
-        sid = current(ev.step_id)
-        seq = ev.seq or 0
-        if ev.kind == "step_completed":
-            # 3. no step redone without a recorded reason
-            if completed_since_reason.get(sid) is True:
-                broken.append(f"{sid} completed again (seq {seq}) with no rerun recorded since")
-            completed_since_reason[sid] = True
-            changed[sid] = settled[sid] = seq
-        elif ev.kind == "step_rerun_requested":
-            if not (ev.data.get("reason") or ev.data.get("review_reason")):
-                broken.append(f"rerun of {sid} (seq {seq}) without a reason")
-            completed_since_reason[sid] = False
-        elif ev.kind == "step_review_accepted":
-            settled[sid] = seq
-            if ev.data.get("outputs"):
-                changed[sid] = seq
-    # 2. no completed step stale without saying so
-    for sid, spec in plan_steps.items():
+
+def _stale_unsaid(soak: Soak, states: dict[str, Any], history: _History) -> list[str]:
+    """2. No completed step stale without saying so: a completed step older than a change of a
+    step it needs is stale, in review, or a review accepted it since."""
+    broken = []
+    for spec in soak.steps:
+        sid = spec["id"]
         st = states.get(sid)
         if st is None or st.status != "completed" or st.stale or st.skipped:
             continue
+        mine = history.settled.get(sid, 0)
         for dep in spec.get("depends_on", []):
-            if changed.get(dep, 0) > settled.get(sid, 0):
+            if history.changed.get(dep, 0) > mine:
                 broken.append(
                     f"{sid} completed, not stale, but {dep} changed after it "
-                    f"(seq {changed[dep]} > {settled.get(sid)})"
+                    f"(seq {history.changed[dep]} > {mine})"
                 )
-    # 4. a marker for every run
+    return broken
+
+
+def _runs_without_marker(soak: Soak, events: list[Any]) -> list[str]:
+    """4. A marker for every run that ended; runs without one no more than the runs that died
+    (SIGKILLed, or their PostgreSQL restarted under them)."""
+    broken = []
     started = {e.run_id for e in events if e.kind == "run_started"}
     finished = {e.run_id for e in events if e.kind == "run_finished"}
     marked = {e.run_id for e in events if e.kind == "marker_written"}
@@ -677,31 +721,29 @@ def check_invariants(soak: Soak, *, full: bool = False) -> list[str]:
         broken.append(f"runs that ended without a marker: {sorted(soak.ended_runs - marked)}")
     if len(started - marked) > soak.dead_runs:
         broken.append(f"{len(started - marked)} runs without a marker, {soak.dead_runs} died")
-    # 5. status equals a rebuild from events
-    if {k: v.model_dump() for k, v in states.items()} != {
-        k: v.model_dump() for k, v in rebuilt.items()
-    }:
-        diff = [k for k in set(states) | set(rebuilt) if states.get(k) != rebuilt.get(k)]
-        broken.append(f"active view differs from a rebuild from events: {diff}")
-    if full:
-        proc = soak.cli("status", soak.plan("A"), "--json")
-        if proc.returncode != 0:
-            broken.append(f"status exit {proc.returncode}: {proc.stderr[-800:]}")
-        else:
-            shown = {
-                s["id"]: (s["status"], bool(s.get("stale")))
-                for s in json.loads(proc.stdout)["steps"]
-            }
-            want = {
-                sid: (
-                    rebuilt[sid].status.value if sid in rebuilt else "pending",
-                    bool(rebuilt[sid].stale) if sid in rebuilt else False,
-                )
-                for sid in plan_steps
-            }
-            if shown != want:
-                broken.append(f"status {shown} != rebuild {want}")
     return broken
+
+
+def _view_not_rebuilt(states: dict[str, Any], rebuilt: dict[str, Any]) -> list[str]:
+    """5. The active view (what ``status`` reads) equals a fold of every event."""
+    if states == rebuilt:
+        return []
+    diff = sorted(k for k in set(states) | set(rebuilt) if states.get(k) != rebuilt.get(k))
+    return [f"active view differs from a rebuild from events: {diff}"]
+
+
+def _status_not_rebuilt(soak: Soak, rebuilt: dict[str, Any]) -> list[str]:
+    """5. ``waymark status --json`` says what a rebuild from events says, step by step."""
+    proc = soak.cli("status", soak.plan("A"), "--json")
+    if proc.returncode != 0:
+        return [f"status exit {proc.returncode}: {proc.stderr[-800:]}"]
+    steps = json.loads(proc.stdout)["steps"]
+    shown = {s["id"]: (s["status"], bool(s.get("stale"))) for s in steps}
+    want = {}
+    for sid in soak.step_ids():
+        st = rebuilt.get(sid)
+        want[sid] = (st.status.value, bool(st.stale)) if st is not None else ("pending", False)
+    return [] if shown == want else [f"status {shown} != rebuild {want}"]
 
 
 # -- main ----------------------------------------------------------------------------------------
