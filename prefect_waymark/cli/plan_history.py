@@ -4,6 +4,7 @@ recorded history, and what an edit of the plan file does to it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -119,6 +120,7 @@ def rename_plan(
     """
     from ..errors import LedgerError, MarkerFileError
     from ..ledger.identity import default_executor
+    from ..ledger.plan_rename import renamed_to
     from ..markers import markers_folder, rebuild_marker_files
     from ..text.commands import remember_options, waymark_command
 
@@ -131,14 +133,22 @@ def rename_plan(
     if led is None:
         fail(f"no ledger in {wd}: plan {old_id!r} has no recorded history to carry over")
     with led:
+        # Another folder of the plan (the same pinned ledger) carried it over already: this
+        # folder's marker files, still under the old id, are all that is left to rewrite.
+        folder = markers_folder(spec, wd, markers_dir)
+        done = (
+            renamed_to(led.last_event(old_id, [EventKind.plan_renamed])) == spec.plan_id
+            and _marker_plan_id(folder) == old_id
+        )
         try:
-            counts = led.rename_plan(old_id, spec.plan_id, by=by or default_executor())
+            counts = (
+                None if done else led.rename_plan(old_id, spec.plan_id, by=by or default_executor())
+            )
         except LedgerError as exc:
             fail(f"cannot rename plan {old_id!r} to {spec.plan_id!r}: {exc}; nothing changed")
         from ..ledger.plan_close import read_closed
 
         closed = read_closed(led, spec.plan_id)  # a closed plan stays closed under the new id
-        folder = markers_folder(spec, wd, markers_dir)
         try:
             runs = rebuild_marker_files(spec, led, folder)
         except (MarkerFileError, OSError) as exc:
@@ -147,15 +157,34 @@ def rename_plan(
                 f"rewritten ({exc}); rewrite them with `waymark marker {plan} --rebuild`"
             )
             runs = -1
-    print(
-        f"{old_id} → {spec.plan_id}: carried over {counts['events']} events, "
-        f"{counts['steps']} steps and {counts['receipts']} action receipt(s)"
-        + (f"; {folder / 'EXECUTION_MARKER.json'} rewritten ({runs} runs)" if runs >= 0 else "")
-    )
+    rewritten = f"{folder / 'EXECUTION_MARKER.json'} rewritten ({runs} runs)" if runs >= 0 else ""
+    if counts is None:
+        print(
+            f"{old_id} → {spec.plan_id}: the history was carried over already (another folder "
+            "of the plan); " + (rewritten or "nothing else to do")
+        )
+    else:
+        print(
+            f"{old_id} → {spec.plan_id}: carried over {counts['events']} events, "
+            f"{counts['steps']} steps and {counts['receipts']} action receipt(s)"
+            + (f"; {rewritten}" if rewritten else "")
+        )
     if closed is None:
         print(f"next: {waymark_command('run', plan)}")
     else:  # a closed plan's history carries over; nothing runs
         print(f"the plan stays closed: `waymark status {plan}` shows its history")
+
+
+def _marker_plan_id(folder: Path) -> str | None:
+    """The plan id of the marker file in ``folder`` (None: none, or unreadable)."""
+    from ..errors import MarkerFileError
+    from ..markers import MARKER_FILE, read_marker_file
+
+    try:
+        doc = read_marker_file(folder / MARKER_FILE)
+    except (MarkerFileError, OSError):
+        return None
+    return str(doc["plan_id"]) if doc and doc.get("plan_id") else None
 
 
 def diff(

@@ -19,8 +19,9 @@ class OutputsGuard(GuardBase):
     """Compares each completed step's declared outputs with the hashes recorded at completion.
 
     With an :class:`~prefect_waymark.results.outputs.OutputStore` (result storage was given),
-    an output that is *missing* here is restored from it first (hash checked): a fresh clone or
-    another machine is not a person's edit."""
+    an output that is *missing* here, or an *older stored version* of it (the step was made
+    again in another folder since), is restored from it first (hash checked): a fresh clone,
+    another machine or an outdated copy is not a person's edit."""
 
     def __init__(self, store: OutputStore | None = None) -> None:
         self.store = store
@@ -38,7 +39,9 @@ class OutputsGuard(GuardBase):
             current = hash_outputs(ctx.workdir, watched)
             changed = {p: h for p, h in current.items() if h != st.outputs[p]}
             if self.store is not None:
-                for rel in [p for p, h in changed.items() if h == ABSENT]:
+                # Missing here, or an older version that was stored too (another folder made the
+                # step again since: this copy is outdated, nobody edited it): restored.
+                for rel in [p for p, h in changed.items() if h == ABSENT or self.store.holds(h)]:
                     if self.store.restore(ctx.workdir, rel, st.outputs[rel]):
                         del changed[rel]
                         self.restored.append(rel)

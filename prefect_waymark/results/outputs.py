@@ -6,8 +6,10 @@ When a run is given result storage (``--results SLUG``, ``result_storage=`` — 
 ``WritableFileSystem``), each completed step's declared outputs are written there under their
 sha256 (``waymark-outputs/<aa>/<sha256>``), next to the results. A later run in a workdir that
 lacks one of them — a fresh ``git clone`` per run, another machine — restores it from there, the
-hash checked before the file is put in place, instead of stopping for review. An output that is
-present but different is still a person's edit: that stays a review stop.
+hash checked before the file is put in place, instead of stopping for review; so does a folder
+whose copy is an older version that was stored too (the step was made again in another folder
+since). An output that is present and different from every stored version is a person's edit:
+that stays a review stop.
 """
 
 from __future__ import annotations
@@ -59,6 +61,26 @@ class OutputStore:
             stored.append(rel)
         return stored
 
+    def holds(self, sha: str) -> bool:
+        """Whether an output of this content was stored: a version waymark recorded once (an
+        outdated copy of a step's output, not a person's edit)."""
+        return self.unreachable is None and self._read(sha) is not None
+
+    def _read(self, sha: str) -> bytes | None:
+        """The stored content of hash ``sha``; None if not stored, or the storage failed."""
+        try:
+            data = _call(self.storage, "read_path", output_key(sha))
+        except (FileNotFoundError, KeyError, ValueError):
+            # Not stored (LocalFileSystem says "does not exist" with a ValueError): the step
+            # completed before storage was given.
+            return None
+        except Exception as exc:  # noqa: BLE001 - unreachable: say so once, try no more
+            self.unreachable = f"{type(exc).__name__}: {exc}"
+            return None
+        if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha:
+            return None
+        return data
+
     def restore(self, workdir: Path, rel: str, sha: str) -> bool:
         """Write ``rel`` from storage if its content there hashes to ``sha``; True if done.
 
@@ -74,16 +96,8 @@ class OutputStore:
             resolved.relative_to(base)
         except (OSError, ValueError):
             return False  # outside the workdir: not restored, the run stops for review
-        try:
-            data = _call(self.storage, "read_path", output_key(sha))
-        except (FileNotFoundError, KeyError, ValueError):
-            # Not stored (LocalFileSystem says "does not exist" with a ValueError): the step
-            # completed before storage was given.
-            return False
-        except Exception as exc:  # noqa: BLE001 - unreachable: say so once, try no more
-            self.unreachable = f"{type(exc).__name__}: {exc}"
-            return False
-        if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha:
+        data = self._read(sha)
+        if data is None:
             return False
         from .._files.atomic import atomic_write
 

@@ -178,3 +178,56 @@ def test_hints_carry_the_options_given(prefect_server: str, pg_url: str, tmp_pat
     out = _ok(run_cli(*command.split()[1:]))  # as printed: c and d run, a is not redone
     assert "steps run: 2" in out
     assert [runs_of(counts / f"{s}.count") for s in "acd"] == [1, 1, 1]
+
+
+def test_an_outdated_copy_is_restored_not_a_review_stop(
+    prefect_server: str, pg_url: str, tmp_path: Path
+) -> None:
+    """Found by the soak (bench/soak.py): folder B holds a restored copy of `a`'s output; `a` is
+    made again in folder A (a rerun); B's copy is then an older version, which B's next run took
+    for a person's edit and stopped for review — a stop nobody caused. It is the version the
+    storage kept before: restored, nothing stops. A person's edit in B still stops."""
+    env = {"TEAM_LEDGER_URL": pg_url, "TEAM_RESULTS": str(tmp_path / "shared")}
+    env["WAYMARK_LEDGER_URL"] = ""
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    doc: dict[str, Any] = {
+        "plan_id": "outdated-copy",
+        "ledger": {"env": "TEAM_LEDGER_URL"},
+        "results": {"env": "TEAM_RESULTS"},
+        "steps": [
+            {
+                "id": "a",
+                "run": f"echo a >> {counts}/a.count; mkdir -p out; date +%s%N > out/a.txt",
+                "outputs": ["out/a.txt"],
+            },
+            {
+                "id": "b",
+                "run": f"echo b >> {counts}/b.count; cat out/a.txt > b.txt",
+                "depends_on": ["a"],
+                "outputs": ["b.txt"],
+            },
+        ],
+    }
+    plan_a, plan_b = write_plan(tmp_path / "A", doc), write_plan(tmp_path / "B", doc)
+    _ok(run_cli("run", str(plan_a), env=env))
+    _ok(run_cli("run", str(plan_b), env=env))  # nothing to run: B restores the outputs
+    first = (tmp_path / "B" / "out" / "a.txt").read_text()
+    assert first == (tmp_path / "A" / "out" / "a.txt").read_text()
+
+    _ok(run_cli("rerun", str(plan_a), "a", env=env))
+    _ok(run_cli("run", str(plan_a), env=env))  # a and b again, in A
+    assert [runs_of(counts / f"{s}.count") for s in "ab"] == [2, 2]
+    newer = (tmp_path / "A" / "out" / "a.txt").read_text()
+    assert newer != first
+
+    out = _ok(run_cli("run", str(plan_b), env=env))  # B's copies are the older versions
+    assert "needs review" not in out
+    assert (tmp_path / "B" / "out" / "a.txt").read_text() == newer
+    assert [runs_of(counts / f"{s}.count") for s in "ab"] == [2, 2]
+    assert "step_needs_review" not in [e.kind for e in _events(pg_url, "outdated-copy")]
+
+    (tmp_path / "B" / "b.txt").write_text("edited by hand\n")  # a person's edit: still a stop
+    stopped = run_cli("run", str(plan_b), env=env)
+    assert stopped.returncode == 4, (stopped.stdout, stopped.stderr)
+    assert (tmp_path / "B" / "b.txt").read_text() == "edited by hand\n"

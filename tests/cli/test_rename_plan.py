@@ -100,3 +100,64 @@ def test_renames_that_would_lose_or_merge_history_are_refused(
     for proc in (into_existing, unknown, same, twice):
         assert "Traceback" not in proc.stderr
     assert runs_of(tmp_path / "a" / "collect.count") == 1
+
+
+def test_a_second_folder_runs_a_renamed_plan(
+    prefect_server: str, pg_url: str, tmp_path: Path
+) -> None:
+    """Found by the soak (bench/soak.py): after `rename-plan` in folder A, folder B (the same
+    pinned ledger and result storage, its marker files still under the old id) was refused, and
+    the `rename-plan` its refusal named was refused too ("already renamed"): B could not go on.
+    Now that command rewrites B's marker files, and B's run goes on under the new id: nothing is
+    run twice, nothing stops for review."""
+    env = {"TEAM_LEDGER_URL": pg_url, "TEAM_RESULTS": str(tmp_path / "results")}
+    env["WAYMARK_LEDGER_URL"] = ""
+
+    def write(folder: Path, plan_id: str) -> Path:
+        plan = counting_chain(plan_id, ["collect", "publish", "report"]).to_dict()
+        plan["steps"][1]["action"] = "publish-data"
+        plan["ledger"] = {"env": "TEAM_LEDGER_URL"}
+        plan["results"] = {"env": "TEAM_RESULTS"}
+        for step in plan["steps"]:
+            step["run"] += f" && echo {step['id']} > {step['id']}.out"
+            step["outputs"] = [f"{step['id']}.out"]
+        return write_plan(folder, plan)
+
+    plan_a = write(tmp_path / "A", "team-plan")
+    plan_b = write(tmp_path / "B", "team-plan")
+    first = run_cli("run", str(plan_a), "--max-steps", "1", env=env)
+    assert first.returncode == 3, first.stdout + first.stderr
+    first_b = run_cli("run", str(plan_b), "--max-steps", "1", env=env)  # B has run under the old id
+    assert first_b.returncode == 3, first_b.stdout + first_b.stderr
+
+    plan_a = write(tmp_path / "A", "team-plan-v2")
+    plan_b = write(tmp_path / "B", "team-plan-v2")
+    renamed = run_cli("rename-plan", str(plan_a), "--from", "team-plan", env=env)
+    assert renamed.returncode == 0, renamed.stdout + renamed.stderr
+
+    # B's marker files are still under the old id: B is refused, with the hint to follow.
+    refused = run_cli("run", str(plan_b), env=env)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    hint = re.search(r"`(waymark rename-plan [^`]+)`", refused.stderr)
+    assert hint is not None, refused.stderr
+    followed = run_cli(*shlex.split(hint.group(1))[1:], env=env)  # it used to be refused too
+    assert followed.returncode == 0, followed.stdout + followed.stderr
+    assert "carried over already" in followed.stdout
+    second = run_cli("run", str(plan_b), env=env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "Traceback" not in second.stderr
+    done = [
+        runs_of(f / f"{s}.count")
+        for s in ("collect", "publish", "report")
+        for f in (tmp_path / "A", tmp_path / "B")
+    ]
+    assert done == [1, 0, 0, 1, 0, 1]  # each step once: collect in A, publish and report in B
+    assert (tmp_path / "B" / "collect.out").read_text() == "collect\n"  # restored in B
+    again = run_cli("run", str(plan_a), env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "needs review" not in again.stdout
+    assert [runs_of(tmp_path / "A" / f"{s}.count") for s in ("collect", "publish", "report")] == [
+        1,
+        0,
+        0,
+    ]
