@@ -121,7 +121,7 @@ def _invalid_plan(
         return
     d.plan_id = kept.plan_id
     d.notices.append(f"{exc}; checked against the forbidden list of {kept.source}")
-    m = forbidden_match(kept.forbidden, payload.tool_name, payload.tool_input)
+    m = forbidden_match(kept.forbidden, payload.tool_name, payload.tool_input, payload.cwd)
     if m is None:
         d.decision = "allow"
         return
@@ -212,7 +212,7 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
         d.notices.append(f"session state: {type(exc).__name__}: {exc}")
     forbidden = _forbidden(plan, s)
     if event == "PreToolUse":
-        m = forbidden_match(forbidden, payload.tool_name, payload.tool_input)
+        m = forbidden_match(forbidden, payload.tool_name, payload.tool_input, payload.cwd)
         if m is not None:
             d.decision = "deny"
             d.step = _my_step(plan, d)
