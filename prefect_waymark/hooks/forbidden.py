@@ -46,7 +46,15 @@ from .programs import program_key, short_option
 from .shell_commands import Command, commands
 from .shell_lexer import lex
 
-__all__ = ["Match", "action_names", "command_patterns", "forbidden_match", "simple_commands"]
+__all__ = [
+    "Entry",
+    "Match",
+    "action_names",
+    "command_patterns",
+    "entry_kinds",
+    "forbidden_match",
+    "simple_commands",
+]
 
 ACTION_PREFIX = "action:"
 _MARKERS = (
@@ -114,6 +122,40 @@ def command_patterns(forbidden: list[str]) -> list[tuple[str, str]]:
         for p in _BACKTICKED.findall(rule)
         if p.strip()
     ]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """How one forbidden entry is checked: ``enforced`` (a tool call that matches is denied;
+    a step's ``action:`` is refused) or only shown (in ``next``, reminders, the plan page)."""
+
+    rule: str
+    enforced: bool
+    how: str
+
+
+def entry_kinds(forbidden: list[str]) -> list[Entry]:
+    """Each entry of a forbidden list, and how the hook and a run check it."""
+    out: list[Entry] = []
+    patterns: dict[str, list[str]] = {}
+    for rule, pattern in command_patterns(forbidden):
+        patterns.setdefault(rule, []).append(pattern)
+    for rule in forbidden:
+        if rule.startswith(ACTION_PREFIX):
+            glob = rule[len(ACTION_PREFIX) :].strip()
+            how = (
+                f"action names matching `{glob}` (a step's action:, a tool, a program, what a "
+                "runner runs, a marker)"
+                if _literal(glob)
+                else f"markers only (`{glob}` has no literal character; a step's action:, a marker)"
+            )
+            out.append(Entry(rule, True, how))
+        elif rule in patterns:
+            shown = ", ".join(f"`{p}`" for p in patterns[rule])
+            out.append(Entry(rule, True, f"shell commands matching {shown}"))
+        else:
+            out.append(Entry(rule, False, "shown only: no backticked command, no action: glob"))
+    return out
 
 
 def _path(word: str, cwd: str) -> str:
