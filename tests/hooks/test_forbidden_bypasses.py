@@ -93,7 +93,7 @@ def test_another_spelling_is_the_same_command(tmp_path: Path, command: str) -> N
         ("`echo rm` -rf data", 'the program "`echo rm`" is computed at run time'),
         ("$(printf rm) -rf data", "the program `$(printf rm)` is computed at run time"),
         (f'sh -c "$(echo {B64} | base64 -d)"', "is computed at run time"),
-        (f"echo {B64} | base64 -d | sh", f"`sh` runs the output of `base64 -d` as its script"),
+        (f"echo {B64} | base64 -d | sh", "`sh` runs the output of `base64 -d` as its script"),
         (f'eval "$(echo {B64} | base64 -d)"', "is computed at run time"),
         (f"eval `echo {B64} | base64 -d`", "is computed at run time"),
         (f"bash <(echo {B64} | base64 -d)", "`bash` runs a script computed at run time"),
