@@ -54,7 +54,8 @@ app = typer.Typer(
 
 @app.command()
 def validate(plan: PlanArg) -> None:
-    """Check a plan file; print every problem. Writes nothing."""
+    """Check a plan file; print every problem, and which forbidden entries the hooks and a
+    run enforce (the others are only shown). Writes nothing."""
     spec = load_or_exit(plan)
     print(f"{plan}: valid plan {spec.plan_id!r} with {len(spec.steps)} steps")
     _print_forbidden(spec)
