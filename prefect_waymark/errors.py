@@ -35,6 +35,7 @@ WaymarkError
 ├── CheckinStopped            re-anchoring at a check-in stopped or refused the step (exit 4)
 ├── CloseError                a skip or close the plan's state or the input does not allow (exit 2)
 ├── HookPlanInvalid           the plan a hook answers for has problems (one line, the first)
+├── HookNotRecorded           no forbidden list recorded to check while the plan file is invalid
 ├── ShellTooDeep              a command a hook reads nests too deep to be read (also a ValueError)
 ├── ShellUnclosed             a command a hook reads has a quote or substitution never closed
 └── TaskRunnerError           an unknown task runner, or dask without prefect-dask (exit 2)
@@ -54,6 +55,7 @@ __all__ = [
     "CheckinError",
     "CheckinStopped",
     "CloseError",
+    "HookNotRecorded",
     "HookPlanInvalid",
     "ShellTooDeep",
     "ShellUnclosed",
@@ -383,6 +385,17 @@ class HookPlanInvalid(WaymarkError):
         more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
         text = f"{head}: {first}{more}" if first is not None else (head or "invalid plan")
         super().__init__(f"plan {path}: {text}")
+
+
+class HookNotRecorded(WaymarkError):
+    """While the plan file is invalid, no forbidden list recorded while it was valid can be
+    found to check a tool call against (not in this session, not in the ledger): ``reason``
+    says which record is missing and why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"plan {path}: no forbidden list was recorded to check against ({reason})")
 
 
 class ShellTooDeep(WaymarkError, ValueError):

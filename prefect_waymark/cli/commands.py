@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -40,6 +40,9 @@ from .options import (
 )
 from .plan_history import diff, rename_plan, rename_step, rerun
 
+if TYPE_CHECKING:
+    from ..plan.spec import PlanSpec
+
 app = typer.Typer(
     name="waymark",
     help="Run long multi-week plans on Prefect and resume them where they stopped.",
@@ -51,9 +54,33 @@ app = typer.Typer(
 
 @app.command()
 def validate(plan: PlanArg) -> None:
-    """Check a plan file; print every problem. Writes nothing."""
+    """Check a plan file; print every problem, and which forbidden entries the hooks and a
+    run enforce (the others are only shown). Writes nothing."""
     spec = load_or_exit(plan)
     print(f"{plan}: valid plan {spec.plan_id!r} with {len(spec.steps)} steps")
+    _print_forbidden(spec)
+
+
+def _print_forbidden(spec: PlanSpec) -> None:
+    """Which forbidden entries the hook and a run enforce, and which are only shown."""
+    from ..hooks.forbidden import entry_kinds
+    from ..models import GoalContract
+
+    c = spec.contract
+    if c is None:
+        return
+    if not isinstance(c, GoalContract):
+        print(f"forbidden: in the goal contract block {c.block!r} (read when a run or "
+              "`waymark next` re-anchors; `waymark validate` reads no Prefect)")  # fmt: skip
+        return
+    entries = entry_kinds(list(c.forbidden))
+    if not entries:
+        return
+    enforced = sum(e.enforced for e in entries)
+    print(f"forbidden ({c.goal_id} v{c.version}): {enforced} enforced, "
+          f"{len(entries) - enforced} shown only")  # fmt: skip
+    for e in entries:
+        print(f"  {'enforced' if e.enforced else 'shown   '}  {e.rule}  — {e.how}")
 
 
 @app.command()

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..ledger import Ledger
+from ..ledger import Ledger, LedgerReader
 from ..ledger.events import EventKind
 from ..models import GoalContract, contract_hash
 from .base import Verdict
@@ -20,8 +20,10 @@ from .base import Verdict
 __all__ = [
     "AcceptedState",
     "Conflict",
+    "accepted_forbidden",
     "compare_contract",
     "contract_record",
+    "current_contract",
     "load_accepted",
     "verdict_for",
 ]
@@ -34,7 +36,7 @@ class AcceptedState(BaseModel):
     contract: dict[str, Any] | None = None
 
 
-def load_accepted(ledger: Ledger, plan_id: str) -> AcceptedState:
+def load_accepted(ledger: Ledger | LedgerReader, plan_id: str) -> AcceptedState:
     """Fold every ``accepted_versions`` event of the plan, oldest first."""
     state = AcceptedState()
     for event in ledger.events(plan_id, kinds=[EventKind.accepted_versions]):
@@ -45,8 +47,10 @@ def load_accepted(ledger: Ledger, plan_id: str) -> AcceptedState:
 
 
 def contract_record(contract: GoalContract, source: str) -> dict[str, Any]:
-    """What the ledger keeps of a contract: identity, version, status and content hash, and
-    its items by id (so the metrics and the history know a contract block's items)."""
+    """What the ledger keeps of a contract: identity, version, status and content hash, its
+    items by id (so the metrics and the history know a contract block's items) and its
+    forbidden list (so the hooks keep enforcing the accepted list while an edit waits for
+    review, and while the plan file is invalid: :func:`accepted_forbidden`)."""
     return {
         "goal_id": contract.goal_id,
         "version": contract.version,
@@ -57,7 +61,28 @@ def contract_record(contract: GoalContract, source: str) -> dict[str, Any]:
             "acceptance": contract.acceptance_items(),
             "exit_conditions": contract.exit_items(),
         },
+        "forbidden": list(contract.forbidden),
     }
+
+
+def accepted_forbidden(accepted: dict[str, Any] | None) -> list[str] | None:
+    """The forbidden list of an accepted contract's record; None if the record has none (the
+    ledger predates it: records before 0.2 keep no list)."""
+    if not accepted or not isinstance(accepted.get("forbidden"), list):
+        return None
+    return [str(f) for f in accepted["forbidden"]]
+
+
+def current_contract(contract: GoalContract, accepted: dict[str, Any] | None) -> list[Conflict]:
+    """The conflicts of ``contract`` as read now with the ``accepted`` record (none: it may
+    be followed) — :func:`compare_contract` without recording anything, for the hooks."""
+    rec = {
+        "goal_id": contract.goal_id,
+        "version": contract.version,
+        "status": contract.status,
+        "hash": contract_hash(contract),
+    }
+    return compare_contract(rec, accepted, "")[0]
 
 
 def _label(rec: dict[str, Any] | None) -> str | None:

@@ -65,6 +65,9 @@ class HookSession(BaseModel):
     #: The plan file's inline forbidden list at the last tool call: what is checked while the
     #: plan file is invalid (:mod:`.fallback`).
     plan_forbidden: list[str] | None = None
+    #: The hash of the plan file's contract when this session last found it accepted (or
+    #: nothing accepted yet): the ledger is read again only when the contract changes.
+    accepted_contract: str | None = None
     stop_blocks: int = 0
     #: The done-without-evidence gaps Stop told already ("step:A2,A3"): each is told once.
     told: list[str] = Field(default_factory=list)

@@ -26,10 +26,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ..errors import WaymarkError
+from ..errors import HookNotRecorded, WaymarkError
 from ..ledger.events import EventKind
 from ..ledger.progress_view import build_view
 from ..models import GoalContract, StepStatus
+from .accepted import Enforced, enforced_forbidden
 from .counter import HookSession, prune_sessions, updated_session
 from .fallback import recorded_forbidden
 from .forbidden import forbidden_match
@@ -112,16 +113,17 @@ def _invalid_plan(
     recorded while it was valid (:mod:`.fallback`), or none (said in the one notice)."""
     try:
         kept = recorded_forbidden(exc.path, settings, payload)
+    except HookNotRecorded as e:
+        d.notices.append(f"{exc}; the forbidden check cannot run until it is valid ({e.reason})")
+        return
     except Exception as e:  # noqa: BLE001 - no record to check against
-        kept = None
         log.debug("no recorded forbidden list: %s", e, exc_info=True)
-    if kept is None:
-        d.notices.append(f"{exc}; the forbidden check cannot run until it is valid (no list was "
-                         "recorded while it was)")  # fmt: skip
+        d.notices.append(f"{exc}; the forbidden check cannot run until it is valid "
+                         f"({type(e).__name__}: {e})")  # fmt: skip
         return
     d.plan_id = kept.plan_id
     d.notices.append(f"{exc}; checked against the forbidden list of {kept.source}")
-    m = forbidden_match(kept.forbidden, payload.tool_name, payload.tool_input)
+    m = forbidden_match(kept.forbidden, payload.tool_name, payload.tool_input, payload.cwd)
     if m is None:
         d.decision = "allow"
         return
@@ -181,6 +183,16 @@ def _forbidden(plan: LoadedPlan, s: HookSession) -> list[str]:
     return [str(f) for f in (last.data.get("forbidden") or [])] if last else []
 
 
+def _enforced(plan: LoadedPlan, c: GoalContract, remembered: str | None) -> Enforced:
+    """The plan file's contract as accepted (:mod:`.accepted`): an edit that waits for review
+    does not drop an entry."""
+    try:
+        url: str | None = plan.ledger_url
+    except WaymarkError:  # a ledger pinned in a Secret block: the file's list
+        url = None
+    return enforced_forbidden(c, plan.spec.plan_id, url, remembered)
+
+
 def _goal(plan: LoadedPlan, s: HookSession) -> str | None:
     c = plan.spec.contract
     if isinstance(c, GoalContract):
@@ -194,13 +206,17 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
     every = plan.settings.every
     s = HookSession(session_id=payload.session_id or "unknown-session")
     remind, count = False, 0
+    c = plan.spec.contract
+    enforced: Enforced | None = None
     try:
         with updated_session(plan.workdir, payload.session_id) as s:
             s.plan_id = plan.spec.plan_id
-            c = plan.spec.contract  # the inline list, kept for while the plan is invalid
-            s.plan_forbidden = (
-                list(c.forbidden) if isinstance(c, GoalContract) else (None if c else [])
-            )
+            if isinstance(c, GoalContract):  # the list enforced, kept for while it is invalid
+                enforced = _enforced(plan, c, s.accepted_contract)
+                s.accepted_contract = enforced.followed
+                s.plan_forbidden = enforced.forbidden
+            else:
+                s.plan_forbidden = None if c else []
             counted = s.count(event)
             remind = counted and every > 0 and s.since_reminder >= every
             count = s.prompts + s.tool_calls
@@ -210,13 +226,18 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
         _kept(s, d)
     except Exception as exc:  # noqa: BLE001 - not counted, still checked
         d.notices.append(f"session state: {type(exc).__name__}: {exc}")
-    forbidden = _forbidden(plan, s)
+    if enforced is None and isinstance(c, GoalContract):
+        enforced = _enforced(plan, c, None)
+    forbidden = enforced.forbidden if enforced is not None else _forbidden(plan, s)
+    if enforced is not None and enforced.notice:
+        d.notices.append(enforced.notice)
     if event == "PreToolUse":
-        m = forbidden_match(forbidden, payload.tool_name, payload.tool_input)
+        m = forbidden_match(forbidden, payload.tool_name, payload.tool_input, payload.cwd)
         if m is not None:
             d.decision = "deny"
             d.step = _my_step(plan, d)
-            d.reason = deny_reason(m, plan.contract_label(), plan.path, d.executor, d.step)
+            label = (enforced.label if enforced else None) or plan.contract_label()
+            d.reason = deny_reason(m, label, plan.path, d.executor, d.step)
         else:
             d.decision = "allow"
     if remind:

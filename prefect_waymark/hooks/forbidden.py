@@ -36,15 +36,25 @@ in ...) cannot be read to the end: while the contract has an enforced entry, it 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from .programs import program_key, short_option
 from .shell_commands import Command, commands
 from .shell_lexer import lex
 
-__all__ = ["Match", "action_names", "command_patterns", "forbidden_match", "simple_commands"]
+__all__ = [
+    "Entry",
+    "Match",
+    "action_names",
+    "command_patterns",
+    "entry_kinds",
+    "forbidden_match",
+    "simple_commands",
+]
 
 ACTION_PREFIX = "action:"
 _MARKERS = (
@@ -57,6 +67,8 @@ _SCRIPT_SUFFIX = re.compile(
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _CLUSTER = re.compile(r"^-[a-z0-9]+$")  # a short option cluster in a pattern (casefolded)
 _BACKTICKED = re.compile(r"`([^`]+)`")
+_GLOB = re.compile(r"[*?\[]")
+_NO_CWD = "/\ue000unknown-cwd"  # no cwd in the event: relative paths compare as written
 
 
 @dataclass(frozen=True)
@@ -112,32 +124,116 @@ def command_patterns(forbidden: list[str]) -> list[tuple[str, str]]:
     ]
 
 
-def _after(p: str, args: list[str], pos: int) -> int:
-    """The index after the argument(s) at or after ``pos`` that match pattern word ``p``;
-    -1 if none do."""
-    for j in range(pos, len(args)):
-        if fnmatchcase(args[j], p):
-            return j + 1
-    if _CLUSTER.match(p):  # -rf: its letters among the short options (-r -f, -fr, -Rf)
-        need = set(p[1:])
-        for j in range(pos, len(args)):
-            a = args[j]
-            if a.startswith("-") and not a.startswith("--"):
-                need -= set(a[1:])
-            if not need:
-                return j + 1
-    return -1
+@dataclass(frozen=True)
+class Entry:
+    """How one forbidden entry is checked: ``enforced`` (a tool call that matches is denied;
+    a step's ``action:`` is refused) or only shown (in ``next``, reminders, the plan page)."""
+
+    rule: str
+    enforced: bool
+    how: str
 
 
-def _pattern_matches(pattern: list[str], words: list[str]) -> bool:
-    if not pattern or not fnmatchcase(_base(words[0]).casefold(), pattern[0].casefold()):
+def entry_kinds(forbidden: list[str]) -> list[Entry]:
+    """Each entry of a forbidden list, and how the hook and a run check it."""
+    out: list[Entry] = []
+    patterns: dict[str, list[str]] = {}
+    for rule, pattern in command_patterns(forbidden):
+        patterns.setdefault(rule, []).append(pattern)
+    for rule in forbidden:
+        if rule.startswith(ACTION_PREFIX):
+            glob = rule[len(ACTION_PREFIX) :].strip()
+            how = (
+                f"action names matching `{glob}` (a step's action:, a tool, a program, what a "
+                "runner runs, a marker)"
+                if _literal(glob)
+                else f"markers only (`{glob}` has no literal character; a step's action:, a marker)"
+            )
+            out.append(Entry(rule, True, how))
+        elif rule in patterns:
+            shown = ", ".join(f"`{p}`" for p in patterns[rule])
+            out.append(Entry(rule, True, f"shell commands matching {shown}"))
+        else:
+            out.append(Entry(rule, False, "shown only: no backticked command, no action: glob"))
+    return out
+
+
+def _path(word: str, cwd: str) -> str:
+    """The folder (or file) ``word`` names, from ``cwd``: ``./data``, ``data/`` and
+    ``/work/data`` are all ``/work/data`` (no link is followed: nothing on disk is read)."""
+    if word.startswith("~"):
+        word = posixpath.expanduser(word)
+    return posixpath.normpath(posixpath.join(cwd, word)).casefold()
+
+
+def _same(p: str, arg: str, dirs: list[str]) -> bool:
+    """Pattern word ``p`` matches argument ``arg`` (both casefolded): as globs, or as the
+    path they name from the command's working directory (``dirs[0]``; a relative argument also
+    from each folder a ``cd`` before it went to)."""
+    if fnmatchcase(arg, p) or (_GLOB.search(arg) and fnmatchcase(p, arg)):
+        return True
+    if p.startswith("-") or arg.startswith("-"):
         return False
-    args, pos = [w.casefold() for w in words[1:]], 0
-    for p in pattern[1:]:
-        pos = _after(p.casefold(), args, pos)
+    want = _path(p, dirs[0])
+    for d in dirs:
+        there = _path(arg, d)
+        if fnmatchcase(there, want) or (_GLOB.search(arg) and fnmatchcase(want, there)):
+            return True
+    return False
+
+
+def _has_options(p: str, args: list[str]) -> bool:
+    """Option ``p`` (its short form) is among ``args``, anywhere: ``-rf`` is ``-r -f``,
+    ``-fr``, ``-Rf``; ``--force`` is ``-f``."""
+    if any(fnmatchcase(a, p) for a in args):
+        return True
+    if not _CLUSTER.match(p):
+        return False
+    need = set(p[1:])
+    for a in args:
+        if a == "--":
+            break
+        if a.startswith("-") and not a.startswith("--"):
+            need -= set(a[1:])
+        if not need:
+            return True
+    return False
+
+
+def _pattern_matches(pattern: list[str], words: list[str], dirs: list[str]) -> bool:
+    """The program matches the pattern's first word (a program the shell expands from a
+    pattern, ``/bin/r?``, matches if it can be that word); the pattern's options are among the
+    arguments, anywhere (long ones as their short forms); its other words appear in order."""
+    prog, want = _base(words[0]).casefold(), pattern[0].casefold() if pattern else ""
+    if not pattern or not (
+        fnmatchcase(prog, want) or (_GLOB.search(prog) and fnmatchcase(want, prog))
+    ):
+        return False
+    key = program_key(want)
+    args = [short_option(key, w.casefold()) for w in words[1:]]
+    pos = 0
+    for p in (short_option(key, w.casefold()) for w in pattern[1:]):
+        if p.startswith("-") and len(p) > 1:
+            if not _has_options(p, args):
+                return False
+            continue
+        pos = next((j + 1 for j in range(pos, len(args)) if _same(p, args[j], dirs)), -1)
         if pos < 0:
             return False
     return True
+
+
+def _folders(found: list[Command], cwd: str) -> list[list[str]]:
+    """For each command, the folders a relative path in it may be taken from: the working
+    directory, and every folder a ``cd`` / ``pushd`` before it went to."""
+    dirs, out = [cwd], []
+    for c in found:
+        out.append(list(dirs))
+        if program_key(c.words[0]) in ("cd", "pushd") and len(c.words) > 1:
+            target = c.words[-1]
+            if target not in ("-", "--") and not target.startswith("-"):
+                dirs.append(_path(target, dirs[-1]))
+    return out
 
 
 def _literal(glob: str) -> bool:
@@ -145,9 +241,13 @@ def _literal(glob: str) -> bool:
 
 
 def forbidden_match(
-    forbidden: list[str], tool_name: str | None, tool_input: dict[str, Any] | None
+    forbidden: list[str],
+    tool_name: str | None,
+    tool_input: dict[str, Any] | None,
+    cwd: str | None = None,
 ) -> Match | None:
-    """The first entry of ``forbidden`` that forbids this tool call, if any."""
+    """The first entry of ``forbidden`` that forbids this tool call, if any; ``cwd`` is the
+    folder the command runs in (the event's ``cwd``), for paths."""
     raw = (tool_input or {}).get("command")
     command = raw if isinstance(raw, str) else None
     read = commands(command) if command else None
@@ -168,12 +268,14 @@ def forbidden_match(
     if read is None:
         return None
     patterns = command_patterns(forbidden)
+    folders = _folders(read.found, posixpath.normpath(cwd or _NO_CWD)) if patterns else []
     for rule, pattern in patterns:
         p = [t.text for t in lex(pattern).tokens if not t.op]
-        for c in read.found:
-            if _pattern_matches(p, c.words):
+        for c, dirs in zip(read.found, folders, strict=True):
+            if _pattern_matches(p, c.words, dirs):
                 return Match(rule, pattern, " ".join(c.words), "command")
     enforced += [rule for rule, _ in patterns]
-    if read.unread is not None and enforced:
-        return Match(enforced[0], read.unread, str(command)[:80], "unreadable")
+    unread = read.unread or next((c.computed for c in read.found if c.computed), None)
+    if unread is not None and enforced:
+        return Match(enforced[0], unread, str(command)[:80], "unreadable")
     return None

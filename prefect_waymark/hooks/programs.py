@@ -15,7 +15,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["RUNNERS", "WRAPPERS", "Options", "Runner", "Wrapper", "parse", "program_key"]
+__all__ = [
+    "LONG_OPTIONS",
+    "RUNNERS",
+    "WRAPPERS",
+    "Options",
+    "Runner",
+    "Wrapper",
+    "parse",
+    "program_key",
+    "short_option",
+]
 
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
 _VERSIONED = re.compile(r"^([a-z]+?)-?\d+(\.\d+)*$")  # python3.12, ruby3, perl5.36, ksh93
@@ -159,6 +169,63 @@ RUNNERS: dict[str, Runner] = {
 }  # fmt: skip
 RUNNERS |= {"gmake": RUNNERS["make"], "inv": RUNNERS["invoke"], "gradlew": RUNNERS["gradle"],
             "mvnw": RUNNERS["mvn"], "pypy": RUNNERS["python"]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LongOptions:
+    """A program's long options that have a short form (``--force``: ``f``); with ``every``
+    (all its long options, those without a short form too) an unambiguous prefix (``--rec``)
+    is read as getopt_long reads it."""
+
+    short: dict[str, str]
+    every: frozenset[str] = frozenset()
+
+
+_RM_LONG = _set(
+    "--force --interactive --one-file-system --no-preserve-root --preserve-root "
+    "--recursive --dir --verbose --help --version"
+)
+_COPY = {
+    "--recursive": "r",
+    "--force": "f",
+    "--verbose": "v",
+    "--interactive": "i",
+    "--no-clobber": "n",
+    "--target-directory": "t",
+    "--update": "u",
+}
+#: By program name (:func:`program_key`): the long options a forbidden pattern's short ones
+#: also match (``rm --recursive --force data`` is ``rm -rf data``).
+LONG_OPTIONS: dict[str, LongOptions] = {
+    "rm": LongOptions({"--force": "f", "--interactive": "i", "--recursive": "r", "--dir": "d",
+                       "--verbose": "v"}, _RM_LONG),
+    "rmdir": LongOptions({"--parents": "p", "--verbose": "v"}),
+    "cp": LongOptions({**_COPY, "--archive": "a", "--link": "l", "--symbolic-link": "s"}),
+    "mv": LongOptions(_COPY),
+    "shred": LongOptions({"--force": "f", "--remove": "u", "--zero": "z", "--iterations": "n",
+                          "--verbose": "v", "--exact": "x"}),
+    **{p: LongOptions({"--recursive": "r", "--verbose": "v", "--changes": "c",
+                       "--silent": "f", "--quiet": "f"}) for p in ("chmod", "chown", "chgrp")},
+    "git": LongOptions({"--force": "f", "--delete": "d", "--all": "a", "--quiet": "q",
+                        "--verbose": "v", "--dry-run": "n", "--message": "m"}),
+    "docker": LongOptions({"--force": "f", "--volumes": "v", "--all": "a"}),
+    "kill": LongOptions({"--signal": "s"}),
+    "truncate": LongOptions({"--size": "s", "--no-create": "c"}),
+}  # fmt: skip
+
+
+def short_option(program: str, word: str) -> str:
+    """``word`` as its short form for ``program`` (:data:`LONG_OPTIONS`): ``--force`` is
+    ``-f``, ``--recursive=x`` is ``-r``; any other word as it is."""
+    spec = LONG_OPTIONS.get(program)
+    if spec is None or not word.startswith("--") or word == "--":
+        return word
+    name = word.partition("=")[0]
+    if name not in spec.short and spec.every:
+        full = [o for o in spec.every if o.startswith(name)]
+        name = full[0] if len(full) == 1 else name
+    letter = spec.short.get(name)
+    return f"-{letter}" if letter else word
 
 
 def program_key(word: str) -> str:

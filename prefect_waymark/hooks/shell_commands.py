@@ -22,7 +22,9 @@ Any other program's arguments are data (``cat deploy-prod.sh``, ``grep deploy-pr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
 from .programs import ASSIGNMENT, RUNNERS, WRAPPERS, Runner, parse, program_key
 from .shell_lexer import MAX_NESTING, REDIRECTS, SEPARATORS, Token, TooDeep, ansi_c, lex
@@ -43,6 +45,36 @@ class Command:
 
     words: list[str]
     names: list[tuple[str, str]] = field(default_factory=list)
+    #: Why what it runs is only known when it runs (its program is a substitution, a shell
+    #: reads a script some command computes), else None.
+    computed: str | None = None
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def computed(word: str) -> bool:
+    """``word`` holds a command substitution (``$(…)``, backticks, ``<(…)``): its text is
+    only known when it runs."""
+    return "$(" in word or "`" in word or word.startswith(("<(", ">("))
+
+
+def shown(word: str) -> str:
+    """``word`` (its first 60 characters) quoted for a one-line reason."""
+    w = word[:60]
+    return f'"{w}"' if "`" in w else f"`{w}`"
+
+
+def _computed_program(word: str) -> str | None:
+    """Why the program ``word`` names is known only at run time, or None."""
+    if computed(word):
+        return f"the program {shown(word)} is computed at run time"
+    base = word.rstrip("/").rsplit("/", 1)[-1].casefold()
+    if _GLOB.search(base) and base not in RUNNERS and base not in WRAPPERS:
+        known = next((k for k in (*RUNNERS, *WRAPPERS) if fnmatchcase(k, base)), None)
+        if known is not None:
+            return f"the program {shown(word)} is a pattern the shell expands (it can be `{known}`)"
+    return None
 
 
 @dataclass
@@ -149,8 +181,10 @@ def _command(words: list[str], raw: _Raw, depth: int, out: list[Command]) -> Non
         _script(s, depth + 1, out)
     if not words:
         return
-    cmd = Command(words, [(words[0], "program")])
+    cmd = Command(words, [(words[0], "program")], _computed_program(words[0]))
     out.append(cmd)
+    if cmd.computed is not None:
+        return
     key = program_key(words[0])
     if key == "find":
         for run in _find_exec(words):
@@ -185,6 +219,8 @@ def _command(words: list[str], raw: _Raw, depth: int, out: list[Command]) -> Non
 def _inner(words: list[str], operands: list[int], runner: Runner, cmd: Command) -> list[str] | None:
     """Name the operands that name an action; the command the runner runs, if it runs one."""
     first = operands[0]
+    if program_key(words[0]) in ("source", ".") and computed(words[first]):
+        cmd.computed = f"`{words[0]}` reads a script computed at run time ({shown(words[first])})"
     if "" in runner.then_command:
         return words[first:]
     for k in operands if runner.every else operands[:1]:
@@ -222,12 +258,19 @@ def _shell(words: list[str], raw: _Raw, cmd: Command, depth: int, out: list[Comm
         if command is not None or operand is not None:
             _script(command if command is not None else str(operand), depth + 1, out)
         return
+    shell = words[0]
     if operand is not None and operand != "-" and "-s" not in flags:
+        if computed(operand):
+            cmd.computed = f"`{shell}` runs a script computed at run time ({shown(operand)})"
         cmd.names.append((operand, "script"))
         return
     if raw.stdin is not None:
         _script(raw.stdin, depth + 1, out)
     elif raw.stdin_file is not None:
+        if computed(raw.stdin_file):
+            cmd.computed = (
+                f"`{shell}` reads a script computed at run time ({shown(raw.stdin_file)})"
+            )
         cmd.names.append((raw.stdin_file, "script"))
     elif raw.upstream is not None:
         text, file = _output(raw.upstream)
@@ -235,6 +278,9 @@ def _shell(words: list[str], raw: _Raw, cmd: Command, depth: int, out: list[Comm
             _script(text, depth + 1, out)
         elif file is not None:
             cmd.names.append((file, "script"))
+        else:
+            feeder = shown(" ".join(raw.upstream.words))
+            cmd.computed = f"`{shell}` runs the output of {feeder} as its script"
 
 
 def _output(raw: _Raw) -> tuple[str | None, str | None]:

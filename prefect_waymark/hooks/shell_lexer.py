@@ -23,7 +23,17 @@ from dataclasses import dataclass, field
 
 from ..errors import ShellTooDeep, ShellUnclosed
 
-__all__ = ["MAX_NESTING", "REDIRECTS", "SEPARATORS", "Lexed", "Token", "TooDeep", "ansi_c", "lex"]
+__all__ = [
+    "MAX_BRACE_WORDS",
+    "MAX_NESTING",
+    "REDIRECTS",
+    "SEPARATORS",
+    "Lexed",
+    "Token",
+    "TooDeep",
+    "ansi_c",
+    "lex",
+]
 
 #: Deeper than this (substitutions in substitutions, ``bash -c`` in ``bash -c``) is not read.
 MAX_NESTING = 12
@@ -33,6 +43,16 @@ SEPARATORS = frozenset({";", "&", "&&", "||", "|", "|&", ";;", ";&", ";;&", "(",
 REDIRECTS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", "<<", "<<-", "<<<"})
 _OPERATORS = sorted((SEPARATORS | REDIRECTS) - {"\n"}, key=len, reverse=True)
 _MAX_RETRIES = 32
+#: A brace expansion that gives more words than this is not read (``{a,b}{c,d}...``).
+MAX_BRACE_WORDS = 1024
+# Unquoted `{` `,` `}` and an unquoted `$IFS` stand in a word as these private characters until
+# the word ends: then braces are expanded and the word is split where `$IFS` stood.
+_BRACE_OPEN, _BRACE_COMMA, _BRACE_CLOSE, _IFS_BREAK = "\ue000", "\ue001", "\ue002", "\ue003"
+_UNQUOTED = {"{": _BRACE_OPEN, ",": _BRACE_COMMA, "}": _BRACE_CLOSE}
+_RESTORE = str.maketrans({v: k for k, v in _UNQUOTED.items()})
+_MARKS = frozenset((_BRACE_OPEN, _IFS_BREAK))
+_IFS = re.compile(r"\$(?:IFS(?![A-Za-z0-9_])|\{IFS(?![A-Za-z0-9_])[^}]*\})")
+_SEQUENCE = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
 _ANSI = re.compile(
     r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
     r"|U([0-9A-Fa-f]{1,8})|c(.))",
@@ -82,6 +102,71 @@ def ansi_c(text: str) -> str:
         return chr(ord(m[6]) & 0x1F)
 
     return _ANSI.sub(one, text)
+
+
+def _sequence(body: str) -> list[str] | None:
+    """The words of ``{1..3}`` / ``{a..e}`` / ``{0..10..2}``'s body, or None (no sequence)."""
+    m = _SEQUENCE.match(body)
+    if m is None:
+        return None
+    a, b, step = m[1], m[2], abs(int(m[3] or 1)) or 1
+    if a.lstrip("-").isdigit() != b.lstrip("-").isdigit():
+        return None
+    ends = (int(a), int(b)) if a.lstrip("-").isdigit() else (ord(a), ord(b))
+    if abs(ends[1] - ends[0]) // step >= MAX_BRACE_WORDS:
+        raise TooDeep(f"a brace expansion gives more than {MAX_BRACE_WORDS} words")
+    way = step if ends[1] >= ends[0] else -step
+    values = range(ends[0], ends[1] + (1 if way > 0 else -1), way)
+    return [str(v) if a.lstrip("-").isdigit() else chr(v) for v in values]
+
+
+def _braces(word: str) -> list[str]:
+    """``word`` brace-expanded, as bash does before anything else: ``{rm,-rf,data}`` is three
+    words, ``a{b,c}d`` two, ``{1..3}`` three; a brace without a comma or a sequence is a
+    character. Raises :class:`TooDeep` past :data:`MAX_BRACE_WORDS` words."""
+    start = word.find(_BRACE_OPEN)
+    while start >= 0:
+        depth, commas, end = 0, [], -1
+        for j in range(start + 1, len(word)):
+            ch = word[j]
+            if ch == _BRACE_OPEN:
+                depth += 1
+            elif ch == _BRACE_CLOSE:
+                if depth == 0:
+                    end = j
+                    break
+                depth -= 1
+            elif ch == _BRACE_COMMA and depth == 0:
+                commas.append(j)
+        if end < 0:
+            break
+        pre, body, post = word[:start], word[start + 1 : end], word[end + 1 :]
+        cuts = [start, *commas, end]
+        parts = (
+            [word[i + 1 : j] for i, j in zip(cuts, cuts[1:], strict=False)]
+            if commas
+            else _sequence(body.translate(_RESTORE))
+        )
+        if parts is None:  # {x} or {}: characters; a later brace may still expand
+            start = word.find(_BRACE_OPEN, start + 1)
+            continue
+        out: list[str] = []
+        for part in parts:
+            out += _braces(pre + part + post)
+            if len(out) > MAX_BRACE_WORDS:
+                raise TooDeep(f"a brace expansion gives more than {MAX_BRACE_WORDS} words")
+        return out
+    return [word.translate(_RESTORE)]
+
+
+def _words(text: str) -> list[str]:
+    """A word as the shell gives it to the command: split where an unquoted ``$IFS`` stood
+    (``rm${IFS}-rf${IFS}data``), each part brace-expanded (``{rm,-rf,data}``)."""
+    out: list[str] = []
+    for part in text.split(_IFS_BREAK):
+        if part:
+            out += _braces(part)
+    return out
 
 
 def lex(text: str, nesting: int = 0) -> Lexed:
@@ -134,7 +219,15 @@ class _Lexer:
         def end_word() -> None:
             nonlocal word, in_word, quoted, delimiter
             if in_word:
-                tokens.append(Token("".join(word), quoted=quoted))
+                text = "".join(word)
+                if any(m in text for m in _MARKS):
+                    split = _words(text)
+                    tokens.extend(Token(w, quoted=quoted) for w in split)
+                    if not split:  # ${IFS} alone: no word at all
+                        word, in_word, quoted = [], False, False
+                        return
+                else:
+                    tokens.append(Token(text.translate(_RESTORE), quoted=quoted))
                 if delimiter is not None:
                     self.heredocs.append((tokens[-1], delimiter == "<<-"))
                     delimiter = None
@@ -177,6 +270,10 @@ class _Lexer:
             elif c == "`":
                 word.append(self._backticks())
                 in_word = True
+            elif c == "$" and (ifs := _IFS.match(s, self.i)) is not None:
+                word.append(_IFS_BREAK)  # unquoted $IFS: the word is split there
+                in_word = True
+                self.i = ifs.end()
             elif c == "$":
                 text, was_quoted = self._dollar()
                 word.append(text)
@@ -203,7 +300,7 @@ class _Lexer:
                 if op in ("<<", "<<-"):
                     delimiter = op
             else:
-                word.append(c)
+                word.append(_UNQUOTED.get(c, c))
                 in_word = True
                 self.i += 1
         if closing:

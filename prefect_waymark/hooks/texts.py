@@ -152,7 +152,8 @@ def deny_reason(
     if m.how == "unreadable":
         what = (
             f"the command cannot be checked to its end ({m.pattern}), and the contract's "
-            "enforced entries cannot be ruled out; split it into plainer commands"
+            "enforced entries cannot be ruled out; split it into plainer commands, with each "
+            "program and script spelled out"
         )
     elif m.how == "command":
         what = f"the command `{m.matched}` matches `{m.pattern}`"

@@ -42,6 +42,7 @@ def _bash(command: str) -> str | None:
         ("python scripts/send-invoice.py --id 7", "action:send-invoice"),
         ("git push --force", FORBIDDEN[2]),
         ("git push origin main --force", FORBIDDEN[2]),
+        ("git push -f", FORBIDDEN[2]),  # a long option matches its short form
         ("git fetch && /usr/bin/git push --force origin", FORBIDDEN[2]),
         ("sudo rm -rf /", FORBIDDEN[3]),
         ("kubectl delete pods --all", FORBIDDEN[3]),
@@ -58,7 +59,7 @@ def test_denied(command: str, rule: str) -> None:
     "command",
     [
         "git push origin main",
-        "git push -f",  # an alias the contract does not name is not guessed
+        "git push --force-with-lease",  # another option, not --force
         "cat deploy-prod.log",  # a file name is no action
         "rg --files docs | wc -l",
         "echo 'git push --force is forbidden'",  # a quoted string is one word

@@ -182,7 +182,7 @@ def test_short_option_clusters_and_the_limits_of_a_pattern() -> None:
         assert _rule(command) == RM, command
     assert _rule("rm -r build") is None
     assert _rule("git push --force-with-lease") is None  # another option, not a spelling
-    assert _rule("git push -f") is None  # an alias the contract does not name is not guessed
+    assert _rule("git push -f") == PUSH  # a long option matches its short form (issue 33)
 
 
 def test_a_command_too_deep_to_read_is_denied_while_an_entry_is_enforced() -> None:
@@ -212,3 +212,23 @@ def test_the_lexer() -> None:
     assert [t.text for t in heredoc[3:]] == ["|", "wc", "\n", "ls"]
     assert lex("echo $(ls) `pwd`").subs[0][0].text == "ls"
     assert simple_commands("echo 'unclosed; git push") == [["echo", "'unclosed"], ["git", "push"]]
+
+
+def test_the_lexer_expands_braces_and_ifs() -> None:
+    """Brace expansion and an unquoted ``$IFS``, as bash does them (issue 33)."""
+
+    def words(text: str) -> list[str]:
+        return [t.text for t in lex(text).tokens if not t.op]
+
+    assert words("{rm,-rf,data}") == ["rm", "-rf", "data"]
+    assert words("a{b,{c,d}}e x{1..3} {c..a} {0..6..3}") == [
+        *("abe", "ace", "ade", "x1", "x2", "x3", "c", "b", "a", "0", "3", "6")
+    ]
+    assert words("{} {x} {a..} '{a,b}' \"{a,b}\" a\\{b,c}") == [
+        *("{}", "{x}", "{a..}", "{a,b}", "{a,b}", "a{b,c}")
+    ]
+    assert words("rm${IFS}-rf$IFS'data'") == ["rm", "-rf", "data"]
+    assert words('echo "${IFS}" ${IFS} x${IFS:0:1}y $IFSX') == ["echo", "${IFS}", "x", "y", "$IFSX"]
+    assert words("find . -exec rm {} + ; { ls; }") == [
+        *("find", ".", "-exec", "rm", "{}", "+", "{", "ls", "}")
+    ]

@@ -57,20 +57,21 @@ def test_this_sessions_list_holds_while_the_plan_is_invalid(tmp_path: Path) -> N
         assert answer(allowed) == {}
 
 
-def test_a_new_session_falls_back_to_the_ledgers_last_reanchor(tmp_path: Path) -> None:
+def test_a_new_session_falls_back_to_the_contract_the_ledger_accepted(tmp_path: Path) -> None:
     plan = make_plan(tmp_path)
-    waymark("next", str(plan), "--executor", "claude")  # records a re-anchor
-    plan.write_text(BROKEN)
+    waymark("next", str(plan), "--executor", "claude")  # accepts the contract, with its list
     env = env_for(plan)
-    push = payload("pre_tool_use_bash_force_push.json", tmp_path, session_id="fresh")
-    proc = hook("claude-code", "PreToolUse", stdin=push, env=env)
-    reason = _deny_reason(answer(proc))
-    assert reason is not None and "never run `git push --force`" in reason, proc.stderr
-    assert "as recorded by the ledger's last re-anchor (" in reason
-    # The ledger records the free-text entries only: action: entries wait for a valid plan.
-    deploy = payload("pre_tool_use_bash_deploy.json", tmp_path, session_id="fresh")
-    proc = hook("claude-code", "PreToolUse", stdin=deploy, env=env)
-    assert answer(proc) == {} and "the ledger's last re-anchor" in proc.stderr
+    for text in (BROKEN, UNREADABLE):  # not even YAML: its plan_id line still names the plan
+        plan.write_text(text)
+        push = payload("pre_tool_use_bash_force_push.json", tmp_path, session_id="fresh")
+        proc = hook("claude-code", "PreToolUse", stdin=push, env=env)
+        reason = _deny_reason(answer(proc))
+        assert reason is not None and "never run `git push --force`" in reason, proc.stderr
+        assert "as recorded by the contract the ledger last accepted (billing v2)" in reason
+        # The accepted contract's record keeps every entry, action: ones too (issue 33).
+        deploy = payload("pre_tool_use_bash_deploy.json", tmp_path, session_id="fresh")
+        proc = hook("claude-code", "PreToolUse", stdin=deploy, env=env)
+        assert _deny_reason(answer(proc)) is not None, proc.stderr
 
 
 def test_nothing_recorded_says_the_check_cannot_run(tmp_path: Path) -> None:
