@@ -17,7 +17,9 @@ patterns are compared case-folded (``GIT push --force``, ``./DEPLOY-prod.sh``).
   script suffix (``.sh``, ``.py``, ...), and only if it is then letters, digits, ``-`` and
   ``_`` (a file name such as ``deploy-prod.log`` is no action). Another program's arguments are
   data: ``cat deploy-prod.sh`` and ``grep deploy-prod`` name no action;
-- the tool's name (an MCP tool ``mcp__billing__refund``, say).
+- the tool's name (an MCP tool ``mcp__billing__refund``, say) and, for an MCP tool
+  (``mcp__<server>__<tool>``), the tool's own name, its last part (``refund``): ``action:refund``
+  and ``action:delete-*`` match ``mcp__search__delete-index`` without naming the server.
 
 A glob without one literal character (``action:*``) matches markers only: "no irreversible
 action" must not deny every command.
@@ -78,7 +80,9 @@ class Match:
     rule: str  # the forbidden entry, as the contract words it
     pattern: str  # the glob or the backticked command
     matched: str  # the action name, or the simple command, that matched
-    how: str  # "marker", "program", "subcommand", "script", "tool name", "command", "unreadable"
+    # "marker", "program", "subcommand", "script", "tool name", "MCP tool name", "command",
+    # "unreadable"
+    how: str
 
 
 def simple_commands(command: str) -> list[list[str]]:
@@ -240,6 +244,16 @@ def _literal(glob: str) -> bool:
     return bool(glob.replace("*", "").replace("?", "").strip())
 
 
+def _tool_names(tool_name: str | None) -> list[tuple[str, str]]:
+    """The tool's name as an action name, and an MCP tool's own name: the last part of
+    ``mcp__<server>__<tool>``."""
+    if not tool_name:
+        return []
+    parts = tool_name.split("__")
+    mcp = len(parts) >= 3 and parts[0] == "mcp" and parts[-1]
+    return [(tool_name, "tool name")] + ([(parts[-1], "MCP tool name")] if mcp else [])
+
+
 def forbidden_match(
     forbidden: list[str],
     tool_name: str | None,
@@ -252,8 +266,7 @@ def forbidden_match(
     command = raw if isinstance(raw, str) else None
     read = commands(command) if command else None
     names = _names(read.found, command) if read and command else []
-    if tool_name:
-        names.append((tool_name, "tool name"))
+    names += _tool_names(tool_name)
     enforced: list[str] = []
     for rule in forbidden:
         if not rule.startswith(ACTION_PREFIX):

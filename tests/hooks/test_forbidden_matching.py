@@ -78,6 +78,11 @@ def test_the_tool_name_and_globs_without_letters() -> None:
     rules = ["action:mcp__billing__refund_*", "action:*"]
     m = forbidden_match(rules, "mcp__billing__refund_invoice", {"invoice_id": "in_1"})
     assert m is not None and m.how == "tool name"
+    # An MCP tool's own name (the last part) matches without the server's name.
+    m = forbidden_match(["action:delete-*"], "mcp__search__delete-index", {"index": "docs"})
+    assert m is not None and m.how == "MCP tool name" and m.matched == "delete-index"
+    assert forbidden_match(["action:delete-*"], "mcp__delete-x", {}) is None  # not an MCP name
+    assert forbidden_match(["action:delete-*"], "delete_index", {}) is None
     # `action:*` ("no irreversible action") matches declared actions only, not every command.
     assert forbidden_match(["action:*"], "Bash", {"command": "ls"}) is None
     assert forbidden_match(["action:*"], "Read", {"file_path": "/x"}) is None
