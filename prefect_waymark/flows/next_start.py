@@ -17,15 +17,18 @@ def next_reason(
     max_steps: int | None,
     suspend: tuple[str, str | None] | None = None,
     budget: SlotBudget | None = None,
+    review: str | None = None,
 ) -> str:
-    """Why the next run starts where it does, in words (the marker's ``next_start.why``)."""
+    """Why the next run starts where it does, in words (the marker's ``next_start.why``);
+    ``review`` is the exact ``waymark review`` command of the first stop."""
     if result == "needs_review" and suspend is not None:
         return (
             "stopped for review; the flow run is suspended until someone answers (Prefect UI: "
             "Resume, or `waymark review`), then goes on"
         )
     if result == "needs_review":
-        return "stopped for review: answer with `waymark review` or `waymark rerun`"
+        how = f"`{review}`" if review else "`waymark review`"
+        return f"stopped for review: answer with {how}"
     if result == "failed":
         return "a step failed; the next run retries it"
     if loop_stop == "max-steps" and budget is not None and budget.used:

@@ -67,6 +67,7 @@ from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
+from ..text.commands import waymark_command
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
 from .next_start import failed_reason, failed_start, next_reason, stale_reason, waiting_reason
 from .plan_loop import PlanLoop
@@ -394,11 +395,26 @@ def _run_steps(
             if result == "failed" and retry is not None
             else waiting_reason(outcome.waiting)
             if outcome.stopped_by == "waiting" and result == "stopped"
-            else next_reason(result, outcome.stopped_by, options.max_steps, suspend, run.budget)
+            else next_reason(
+                result,
+                outcome.stopped_by,
+                options.max_steps,
+                suspend,
+                run.budget,
+                review=_review_command(spec.source, view.needs_review),
+            )
             or stale_reason(view, start)
         ),
     )
     return summary, states, view, suspend
+
+
+def _review_command(source: str, needs_review: list[dict[str, Any]]) -> str | None:
+    """The exact command that answers the first stop for review (``None`` without one)."""
+    if not needs_review:
+        return None
+    step = str(needs_review[0]["step"])
+    return waymark_command("review", source, "--step", step) + " --accept|--rerun|--abort"
 
 
 def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:

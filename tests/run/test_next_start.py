@@ -34,3 +34,26 @@ def test_after_a_failure_the_next_start_is_the_failed_step(tmp_path: Path) -> No
     assert marker["execution_history"][-1]["next_start"]["step"] == "check"
     state = (tmp_path / "STATE.md").read_text()
     assert "write" in state  # the views still list the agent's step
+
+
+def test_a_stop_for_review_names_the_exact_command(tmp_path: Path) -> None:
+    """The run summary's next-start line gives the command that answers the stop, with the
+    options this run was given (here --workdir), not a bare `waymark review`."""
+    work = tmp_path / "work"
+    work.mkdir()
+    plan = write_plan(
+        tmp_path,
+        {
+            "plan_id": "reviewcmd",
+            "steps": [{"id": "fetch", "run": "echo data > data.txt", "outputs": ["data.txt"]}],
+        },
+    )
+    assert run_cli("run", str(plan), "--workdir", str(work)).returncode == 0
+    (work / "data.txt").write_text("edited by hand\n")
+    proc = run_cli("run", str(plan), "--workdir", str(work))
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.strip().startswith("next start:"))
+    assert f"waymark review {plan} --step fetch --workdir {work}" in line, line
+    assert "--accept|--rerun|--abort" in line, line
+    accept = ["review", str(plan), "--step", "fetch", "--workdir", str(work), "--accept"]
+    assert run_cli(*accept).returncode == 0
