@@ -12,6 +12,7 @@ CLI's exit 2), a stop for review is :class:`CheckinStopped` (exit 4).
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -191,9 +192,17 @@ def require_holder(
         )
         raise CheckinError(f"step {step.id} is {status}, not in progress{hint}")
     if st.run_id != agent_run_id(executor):
+        run_id = st.run_id or ""
+        holder = run_id.removeprefix("agent:") if run_id.startswith("agent:") else None
+        hint = (
+            f"; if you are {holder!r}, say so: add `--executor {shlex.quote(holder)}` to the "
+            f"command, or set `WAYMARK_EXECUTOR={shlex.quote(holder)}` for the session"
+            if holder
+            else ""
+        )
         raise CheckinError(
             f"step {step.id} was started by {_who(st.run_id)}, not by {executor!r}; only "
-            f"its executor can {verb} it"
+            f"its executor can {verb} it{hint}"
         )
 
 

@@ -130,3 +130,18 @@ def test_evidence_given_twice_and_bad_results_are_refused_before_anything_is_rec
     assert "$WAYMARK_AGENT_WAIT_SECONDS: expected seconds" in proc.stderr
     proc = run_cli("next", p, "--json", env={**NO_SERVER, "WAYMARK_EXECUTOR": "bad name"})
     assert proc.returncode == 2 and "$WAYMARK_EXECUTOR 'bad name'" in proc.stderr
+
+
+def test_done_by_another_executor_says_how_to_name_yourself(tmp_path: Path) -> None:
+    """An agent that started a step as `agent-a` and forgot `--executor` on `done` is told the
+    two ways to say who it is; both work, and the refused `done` recorded nothing."""
+    p = _plan(tmp_path, [{"id": "a", "kind": "agent", "instructions": "do a"}])
+    assert _cli("start", p, "a", "--executor", "agent-a").returncode == 0
+    proc = _cli("done", p, "a")  # the default executor: user@host
+    assert proc.returncode != 0
+    assert "was started by executor 'agent-a', not by" in proc.stderr, proc.stderr
+    assert "add `--executor agent-a`" in proc.stderr and "WAYMARK_EXECUTOR=agent-a" in proc.stderr
+    assert _events(tmp_path, "step_completed") == []
+    proc = run_cli("done", p, "a", env={**NO_SERVER, "WAYMARK_EXECUTOR": "agent-a"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert len(_events(tmp_path, "step_completed")) == 1
