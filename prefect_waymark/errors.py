@@ -36,6 +36,7 @@ WaymarkError
 ├── CloseError                a skip or close the plan's state or the input does not allow (exit 2)
 ├── HookPlanInvalid           the plan a hook answers for has problems (one line, the first)
 ├── HookNotRecorded           no forbidden list recorded to check while the plan file is invalid
+├── HarnessFileError          a harness file `init --agent` would merge into is not one (exit 2)
 ├── ShellTooDeep              a command a hook reads nests too deep to be read (also a ValueError)
 ├── ShellUnclosed             a command a hook reads has a quote or substitution never closed
 └── TaskRunnerError           an unknown task runner, or dask without prefect-dask (exit 2)
@@ -55,6 +56,7 @@ __all__ = [
     "CheckinError",
     "CheckinStopped",
     "CloseError",
+    "HarnessFileError",
     "HookNotRecorded",
     "HookPlanInvalid",
     "ShellTooDeep",
@@ -396,6 +398,12 @@ class HookNotRecorded(WaymarkError):
         self.path = path
         self.reason = reason
         super().__init__(f"plan {path}: no forbidden list was recorded to check against ({reason})")
+
+
+class HarnessFileError(WaymarkError):
+    """A file ``waymark init --agent`` would merge into (``.claude/settings.json``, ``.mcp.json``,
+    ``.codex/config.toml``) is not what its harness reads: the message names the file and the
+    field (exit 2); nothing was written."""
 
 
 class ShellTooDeep(WaymarkError, ValueError):

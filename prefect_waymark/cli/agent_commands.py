@@ -50,6 +50,11 @@ def _executor(given: str | None) -> str:
     env = os.environ.get("WAYMARK_EXECUTOR")
     source = "--executor" if given is not None else "$WAYMARK_EXECUTOR"
     name = given if given is not None else env if env is not None else default_executor()
+    return valid_executor(name, source)
+
+
+def valid_executor(name: str, source: str) -> str:
+    """``name`` if it is an executor's name, else exit 2 naming ``source``."""
     if not _EXECUTOR_RE.fullmatch(name):
         fail(
             f"{source} {name[:100]!r}: expected a name of letters, digits and . _ @ / - "
