@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
@@ -15,9 +15,30 @@ from ..plan.spec import PlanSpec
 from ..run import exit_codes
 
 
+class CommandFailed(typer.Exit):
+    """A command refused: its one-line ``message`` and exit code. :func:`fail` has said it on
+    stderr already; the MCP server (cli/mcp_server.py) turns it into a tool error."""
+
+    def __init__(self, message: str, code: int = exit_codes.BAD_INPUT) -> None:
+        super().__init__(code)
+        self.message = message
+
+
+class Refused(Exception):
+    """A check-in the ledger refused or that stopped for review: its message, exit code and
+    the document ``--json`` prints for it (``{"ok": false, "review": ..., "reason": ...}``).
+    Nothing is printed yet: the command says it (agent_commands.py), or the MCP server does."""
+
+    def __init__(self, message: str, code: int, document: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.document = document
+
+
 def fail(message: str, code: int = exit_codes.BAD_INPUT) -> NoReturn:
     print(f"waymark: {message}", file=sys.stderr)
-    raise typer.Exit(code)
+    raise CommandFailed(message, code)
 
 
 def load_or_exit(plan_path: Path) -> PlanSpec:
