@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -13,6 +14,17 @@ from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_led
 from ..plan.loader import load_plan
 from ..plan.spec import PlanSpec
 from ..run import exit_codes
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a command answers: the ``--json`` document, the text it prints without ``--json``,
+    and its exit code. The check-ins, ``skip`` and ``review`` return one; the command prints
+    it, the MCP server's tool returns it (cli/mcp_server.py)."""
+
+    document: dict[str, Any]
+    line: str
+    code: int = exit_codes.OK
 
 
 class CommandFailed(typer.Exit):

@@ -19,7 +19,6 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,11 +27,10 @@ import typer
 from ..errors import LedgerError, WaymarkError
 from ..ledger.identity import default_executor
 from ..run import exit_codes
-from ._common import Refused, fail, load_or_exit, open_or_exit, workdir_for
+from ._common import Answer, Refused, fail, load_or_exit, open_or_exit, workdir_for
 from .options import LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt
 
 __all__ = [
-    "Answer",
     "block",
     "block_answer",
     "done",
@@ -66,16 +64,6 @@ LeaseOpt = Annotated[
         "person's step that takes days.",
     ),
 ]
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What a check-in command answers: the ``--json`` document, the line it prints without
-    ``--json``, and its exit code."""
-
-    document: dict[str, Any]
-    line: str
-    code: int = exit_codes.OK
 
 
 _EXECUTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/-]{0,99}$")

@@ -305,6 +305,7 @@ def review(
             "--all", help="With --accept or --rerun: answer every step in review the same way."
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Answer a stop for review: --accept, --rerun or --abort. Records an event; runs nothing."""
     from .review import review_command
@@ -318,9 +319,72 @@ def review(
             plan, step, receipt, external_id, (accept, rerun, abort), workdir, ledger, reason, by
         )
     code = review_command(
-        plan, step, accept, rerun, abort, workdir, ledger, reason, by, every=every
+        plan, step, accept, rerun, abort, workdir, ledger, reason, by, every=every, as_json=as_json
     )
     raise typer.Exit(code)
+
+
+@app.command()
+def mcp(
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            envvar="WAYMARK_PLAN",
+            help="The plan the tools check in (default: $WAYMARK_PLAN; without one, each "
+            "call names its plan file).",
+        ),
+    ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            help="Who checks in when a call does not say (default: $WAYMARK_EXECUTOR, else "
+            "user@host).",
+        ),
+    ] = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    results: ResultsOpt = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+        ),
+    ] = None,
+    allow_review: Annotated[
+        bool,
+        typer.Option("--allow-review", help="Offer the `review` tool: answer stops for review."),
+    ] = False,
+) -> None:
+    """An MCP server (stdio, or streamable HTTP with --http) whose tools are the check-ins:
+    next, start, tick, done, fail, block, skip, status, metrics (and review with
+    --allow-review). Each returns the document the command prints with --json."""
+    try:
+        from .mcp_server import ServerOptions, serve
+    except ImportError as exc:
+        fail(f"the MCP server needs the `mcp` package ({exc}): pip install 'prefect-waymark[mcp]'")
+    if plan is not None:
+        load_or_exit(plan)  # a bad plan file is said now, not at the first call
+    address = _host_port(http) if http is not None else None
+    options = ServerOptions(
+        plan=plan,
+        executor=executor,
+        workdir=workdir,
+        ledger=ledger,
+        results=results,
+        allow_review=allow_review,
+    )
+    serve(options, address)
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        fail(f"--http {text!r}: expected HOST:PORT (e.g. 127.0.0.1:8765)")
+    return host.strip("[]"), int(port)
 
 
 server_app = typer.Typer(
