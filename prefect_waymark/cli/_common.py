@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from ..errors import LedgerError, LedgerNotFound, PlanError, WaymarkError
+from ..errors import CommandRefused, LedgerError, LedgerNotFound, PlanError, WaymarkError
 from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_ledger_url
 from ..plan.loader import load_plan
 from ..plan.spec import PlanSpec
@@ -19,38 +19,29 @@ from ..run import exit_codes
 @dataclass(frozen=True)
 class Answer:
     """What a command answers: the ``--json`` document, the text it prints without ``--json``,
-    and its exit code. The check-ins, ``skip`` and ``review`` return one; the command prints
-    it, the MCP server's tool returns it (cli/mcp_server.py)."""
+    and its exit code. The check-ins, ``skip`` and ``review`` return one (or raise
+    :class:`~prefect_waymark.errors.CommandRefused`); the command prints it, the MCP server's
+    tool returns it (cli/mcp_server.py)."""
 
     document: dict[str, Any]
     line: str
     code: int = exit_codes.OK
 
 
-class CommandFailed(typer.Exit):
-    """A command refused: its one-line ``message`` and exit code. :func:`fail` has said it on
-    stderr already; the MCP server (cli/mcp_server.py) turns it into a tool error."""
-
-    def __init__(self, message: str, code: int = exit_codes.BAD_INPUT) -> None:
-        super().__init__(code)
-        self.message = message
-
-
-class Refused(Exception):
-    """A check-in the ledger refused or that stopped for review: its message, exit code and
-    the document ``--json`` prints for it (``{"ok": false, "review": ..., "reason": ...}``).
-    Nothing is printed yet: the command says it (agent_commands.py), or the MCP server does."""
-
-    def __init__(self, message: str, code: int, document: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.document = document
-
-
 def fail(message: str, code: int = exit_codes.BAD_INPUT) -> NoReturn:
+    """Say ``message`` on stderr and exit with ``code``; the exit is raised from a
+    :class:`~prefect_waymark.errors.CommandRefused` that carries both (``waymark mcp`` reads
+    it)."""
     print(f"waymark: {message}", file=sys.stderr)
-    raise CommandFailed(message, code)
+    raise typer.Exit(code) from CommandRefused(message, code)
+
+
+def refusal_of(exc: typer.Exit) -> CommandRefused:
+    """The refusal a command's exit was raised from (:func:`fail`), or one naming its code."""
+    cause = exc.__cause__
+    if isinstance(cause, CommandRefused):
+        return cause
+    return CommandRefused(f"the command ended with exit code {exc.exit_code}", exc.exit_code)
 
 
 def load_or_exit(plan_path: Path) -> PlanSpec:

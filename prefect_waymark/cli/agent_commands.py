@@ -5,10 +5,10 @@ Each works on the ledger alone (no Prefect server needed), prints one line (or, 
 the ledger must not take), 3 nothing ready, 4 review needed. The executor is ``--executor``,
 else ``$WAYMARK_EXECUTOR``, else ``user@host``.
 
-Each command is two functions: ``*_answer`` does the check-in and returns an :class:`Answer`
-(the ``--json`` document, the line, the exit code) or raises (:class:`~._common.Refused`,
-:class:`~._common.CommandFailed`); the command prints it (:func:`_say`). ``waymark mcp``'s
-tools call the same ``*_answer`` functions (cli/mcp_server.py).
+Each command is two functions: ``*_answer`` does the check-in and returns an
+:class:`~._common.Answer` (the ``--json`` document, the line, the exit code) or raises
+:class:`~prefect_waymark.errors.CommandRefused`; the command prints it (:func:`_say`).
+``waymark mcp``'s tools call the same ``*_answer`` functions (cli/mcp_server.py).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import LedgerError, WaymarkError
+from ..errors import CommandRefused, LedgerError, WaymarkError
 from ..ledger.identity import default_executor
 from ..run import exit_codes
-from ._common import Answer, Refused, fail, load_or_exit, open_or_exit, workdir_for
+from ._common import Answer, fail, load_or_exit, open_or_exit, workdir_for
 from .options import LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt
 
 __all__ = [
@@ -238,26 +238,28 @@ def _say(as_json: bool, answer: Callable[[], Answer]) -> None:
     and exit with its code."""
     try:
         said = answer()
-    except Refused as exc:
-        if as_json or exc.code == exit_codes.NEEDS_REVIEW:  # a stop for review: on stdout
-            _emit(as_json, exc.document, f"waymark: {exc.message}", exc.code)
+    except CommandRefused as exc:
+        if exc.document is not None and (as_json or exc.code == exit_codes.NEEDS_REVIEW):
+            _emit(as_json, exc.document, f"waymark: {exc.message}", exc.code)  # review: stdout
         fail(exc.message, exc.code)
     _emit(as_json, said.document, said.line, said.code)
 
 
 def _checkin(fn: Callable[[], Any]) -> Any:
-    """Run one check-in; a user's mistake is :class:`~._common.Refused` with exit 2, a stop
-    for review with exit 4."""
+    """Run one check-in; a user's mistake is :class:`~prefect_waymark.errors.CommandRefused`
+    with exit 2, a stop for review with exit 4 (each with its ``--json`` document)."""
     from ..agents.checkin import CheckinError, CheckinStopped
 
     try:
         return fn()
+    except CommandRefused:
+        raise
     except CheckinStopped as exc:
         doc = {"ok": False, "review": True, "reason": str(exc)}
-        raise Refused(str(exc), exit_codes.NEEDS_REVIEW, doc) from exc
+        raise CommandRefused(str(exc), exit_codes.NEEDS_REVIEW, doc) from exc
     except (CheckinError, LedgerError, WaymarkError) as exc:
         doc = {"ok": False, "review": False, "reason": str(exc)}
-        raise Refused(str(exc), exit_codes.BAD_INPUT, doc) from exc
+        raise CommandRefused(str(exc), exit_codes.BAD_INPUT, doc) from exc
 
 
 def next_command(

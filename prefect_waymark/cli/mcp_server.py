@@ -18,11 +18,12 @@ metrics    :func:`.metrics_command.read_metrics`          ``waymark metrics --js
 review     :func:`.review.review_answer`                  ``waymark review --json``
 =========  =============================================  ==================================
 
-A command's refusal (:class:`~._common.CommandFailed`, :class:`~._common.Refused`) is a tool
-error (``is_error``) whose text is the command's ``waymark: ...`` line and the meaning of its
-exit code; the code is in the result's ``_meta`` (``waymark/exit_code``), as it is for an answer
-that is not 0 (``next`` with nothing ready: 3; ``status`` of a plan in review: 4). Anything else
-a tool raises is a tool error too (exit code 1): the server never ends because of a call.
+A command's refusal is a tool error (``is_error``) whose text is the command's ``waymark: ...``
+line and the meaning of its exit code: a :class:`~prefect_waymark.errors.CommandRefused` that a
+check-in raises, or that :func:`~._common.fail` raises the command's exit from. The code is in
+the result's ``_meta`` (``waymark/exit_code``), as it is for an answer that is not 0 (``next``
+with nothing ready: 3; ``status`` of a plan in review: 4). Anything else a tool raises is a tool
+error too (exit code 1): the server never ends because of a call.
 
 The tools run one at a time (a lock): the commands keep a little state per process (the options
 the hints they print carry), and the ledger serialises its writers anyway.
@@ -39,15 +40,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import typer
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field, StringConstraints
 
-from ..errors import LedgerDamaged
+from ..errors import CommandRefused, LedgerDamaged
 from ..run import exit_codes
-from ._common import Answer, CommandFailed, Refused
-from .agent_commands import LEASE_DEFAULT, LEASE_MAX, LEASE_MIN
+from ._common import Answer, refusal_of
+from .agent_commands import (
+    LEASE_DEFAULT,
+    LEASE_MAX,
+    LEASE_MIN,
+    block,
+    block_answer,
+    done,
+    done_answer,
+    fail_answer,
+    fail_command,
+    next_answer,
+    next_command,
+    start,
+    start_answer,
+    tick,
+    tick_answer,
+)
 
 __all__ = ["ServerOptions", "build_server"]
 
@@ -101,7 +119,9 @@ class _Calls:
         if given:
             return Path(given)
         if self.options.plan is None:
-            raise CommandFailed("give `plan` (a plan file): the server has no --plan")
+            raise CommandRefused(
+                "give `plan` (a plan file): the server has no --plan", exit_codes.BAD_INPUT
+            )
         return self.options.plan
 
     def executor(self, given: str | None) -> str | None:
@@ -113,10 +133,11 @@ class _Calls:
         with self._lock:
             try:
                 said = build()
-            except Refused as exc:
+            except CommandRefused as exc:  # a check-in the ledger refused
                 return _error(exc.message, exc.code, exc.document)
-            except CommandFailed as exc:
-                return _error(exc.message, exc.exit_code)
+            except typer.Exit as exc:  # the command said why and exited (_common.fail)
+                refused = refusal_of(exc)
+                return _error(refused.message, refused.code)
             except LedgerDamaged as exc:  # as `waymark` itself answers it (cli/__init__.py)
                 return _error(str(exc), exit_codes.BAD_INPUT)
             except Exception as exc:  # noqa: BLE001 - a tool error; the server goes on
@@ -182,34 +203,32 @@ def build_server(options: ServerOptions) -> MCPServer[Any]:
 
 
 def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901 - one per tool
-    from . import agent_commands as ac
-
     o = calls.options
 
-    @server.tool(name="next", description=_doc(ac.next_command))
+    @server.tool(name="next", description=_doc(next_command))
     def next_(plan: PlanIn = None, executor: ExecutorIn = None) -> CallToolResult:
         return calls.answer(
-            lambda: ac.next_answer(
+            lambda: next_answer(
                 calls.plan(plan), calls.executor(executor), o.workdir, o.ledger, o.results
             )
         )
 
-    @server.tool(description=_doc(ac.start))
-    def start(
+    @server.tool(name="start", description=_doc(start))
+    def start_tool(
         step: StepIn,
         plan: PlanIn = None,
         executor: ExecutorIn = None,
         lease: LeaseIn = LEASE_DEFAULT,
     ) -> CallToolResult:
         return calls.answer(
-            lambda: ac.start_answer(
+            lambda: start_answer(
                 calls.plan(plan), step, calls.executor(executor), o.workdir, o.ledger, lease,
                 o.results,
             )
         )  # fmt: skip
 
-    @server.tool(description=_doc(ac.tick))
-    def tick(
+    @server.tool(name="tick", description=_doc(tick))
+    def tick_tool(
         step: StepIn,
         plan: PlanIn = None,
         executor: ExecutorIn = None,
@@ -217,13 +236,13 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
         lease: LeaseIn = LEASE_DEFAULT,
     ) -> CallToolResult:
         return calls.answer(
-            lambda: ac.tick_answer(
+            lambda: tick_answer(
                 calls.plan(plan), step, calls.executor(executor), every, o.workdir, o.ledger, lease
             )
         )
 
-    @server.tool(description=_doc(ac.done))
-    def done(
+    @server.tool(name="done", description=_doc(done))
+    def done_tool(
         step: StepIn,
         plan: PlanIn = None,
         executor: ExecutorIn = None,
@@ -240,7 +259,7 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
         ] = {},  # noqa: B006
     ) -> CallToolResult:
         return calls.answer(
-            lambda: ac.done_answer(
+            lambda: done_answer(
                 calls.plan(plan),
                 step,
                 calls.executor(executor),
@@ -253,7 +272,7 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
             )
         )
 
-    @server.tool(name="fail", description=_doc(ac.fail_command))
+    @server.tool(name="fail", description=_doc(fail_command))
     def fail_(
         step: StepIn,
         reason: Annotated[str, Field(description="What went wrong.")],
@@ -261,13 +280,13 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
         executor: ExecutorIn = None,
     ) -> CallToolResult:
         return calls.answer(
-            lambda: ac.fail_answer(
+            lambda: fail_answer(
                 calls.plan(plan), step, reason, calls.executor(executor), o.workdir, o.ledger
             )
         )
 
-    @server.tool(description=_doc(ac.block))
-    def block(
+    @server.tool(name="block", description=_doc(block))
+    def block_tool(
         step: StepIn,
         on: Annotated[str | None, Field(description="The step it waits behind.")] = None,
         reason: Annotated[str, Field(description="Why it cannot go on.")] = "",
@@ -275,7 +294,7 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
         executor: ExecutorIn = None,
     ) -> CallToolResult:
         return calls.answer(
-            lambda: ac.block_answer(
+            lambda: block_answer(
                 calls.plan(plan), step, on, reason, calls.executor(executor), o.workdir, o.ledger
             )
         )
@@ -345,8 +364,6 @@ def _review_tool(server: MCPServer[Any], calls: _Calls) -> None:
 
 def _resources(server: MCPServer[Any], calls: _Calls) -> None:
     """With ``--plan``: the plan's standing and the current step, as JSON documents."""
-    from . import agent_commands as ac
-
     o = calls.options
 
     def read(build: Callable[[], Answer]) -> str:
@@ -366,7 +383,7 @@ def _resources(server: MCPServer[Any], calls: _Calls) -> None:
                      "and the goal contract (`waymark next --json`).")  # fmt: skip
     def current_step() -> str:
         return read(
-            lambda: ac.next_answer(calls.plan(None), o.executor, o.workdir, o.ledger, o.results)
+            lambda: next_answer(calls.plan(None), o.executor, o.workdir, o.ledger, o.results)
         )
 
 
