@@ -39,7 +39,8 @@ WaymarkError
 ├── HarnessFileError          a harness file `init --agent` would merge into is not one (exit 2)
 ├── ShellTooDeep              a command a hook reads nests too deep to be read (also a ValueError)
 ├── ShellUnclosed             a command a hook reads has a quote or substitution never closed
-└── TaskRunnerError           an unknown task runner, or dask without prefect-dask (exit 2)
+├── TaskRunnerError           an unknown task runner, or dask without prefect-dask (exit 2)
+└── CommandRefused            a command refused: its line, exit code (in `waymark mcp`: tool error)
 
 Importing this module is cheap (no Prefect, no pydantic): the records some errors carry are
 named for type checkers only.
@@ -56,6 +57,7 @@ __all__ = [
     "CheckinError",
     "CheckinStopped",
     "CloseError",
+    "CommandRefused",
     "HarnessFileError",
     "HookNotRecorded",
     "HookPlanInvalid",
@@ -462,3 +464,16 @@ class SubplanFailed(StepError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (str(self), self.summary))
+
+
+class CommandRefused(WaymarkError):
+    """A ``waymark`` command refused: its one-line ``message`` (what the CLI prints after
+    ``waymark: ``), its exit ``code`` and, for a check-in, the ``document`` its ``--json`` prints
+    (``{"ok": false, ...}``). The CLI says it and exits with ``code`` (the exit is raised
+    ``from`` this error); ``waymark mcp`` returns it as a tool error."""
+
+    def __init__(self, message: str, code: int, document: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.document = document

@@ -3,21 +3,45 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
-from ..errors import LedgerError, LedgerNotFound, PlanError, WaymarkError
+from ..errors import CommandRefused, LedgerError, LedgerNotFound, PlanError, WaymarkError
 from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_ledger_url
 from ..plan.loader import load_plan
 from ..plan.spec import PlanSpec
 from ..run import exit_codes
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a command answers: the ``--json`` document, the text it prints without ``--json``,
+    and its exit code. The check-ins, ``skip`` and ``review`` return one (or raise
+    :class:`~prefect_waymark.errors.CommandRefused`); the command prints it, the MCP server's
+    tool returns it (cli/mcp_server.py)."""
+
+    document: dict[str, Any]
+    line: str
+    code: int = exit_codes.OK
+
+
 def fail(message: str, code: int = exit_codes.BAD_INPUT) -> NoReturn:
+    """Say ``message`` on stderr and exit with ``code``; the exit is raised from a
+    :class:`~prefect_waymark.errors.CommandRefused` that carries both (``waymark mcp`` reads
+    it)."""
     print(f"waymark: {message}", file=sys.stderr)
-    raise typer.Exit(code)
+    raise typer.Exit(code) from CommandRefused(message, code)
+
+
+def refusal_of(exc: typer.Exit) -> CommandRefused:
+    """The refusal a command's exit was raised from (:func:`fail`), or one naming its code."""
+    cause = exc.__cause__
+    if isinstance(cause, CommandRefused):
+        return cause
+    return CommandRefused(f"the command ended with exit code {exc.exit_code}", exc.exit_code)
 
 
 def load_or_exit(plan_path: Path) -> PlanSpec:

@@ -4,6 +4,11 @@ Each works on the ledger alone (no Prefect server needed), prints one line (or, 
 ``--json``, one JSON document), and exits with the CLI's codes: 0 done, 2 bad input (a check-in
 the ledger must not take), 3 nothing ready, 4 review needed. The executor is ``--executor``,
 else ``$WAYMARK_EXECUTOR``, else ``user@host``.
+
+Each command is two functions: ``*_answer`` does the check-in and returns an
+:class:`~._common.Answer` (the ``--json`` document, the line, the exit code) or raises
+:class:`~prefect_waymark.errors.CommandRefused`; the command prints it (:func:`_say`).
+``waymark mcp``'s tools call the same ``*_answer`` functions (cli/mcp_server.py).
 """
 
 from __future__ import annotations
@@ -13,18 +18,35 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..errors import LedgerError, WaymarkError
+from ..errors import CommandRefused, LedgerError, WaymarkError
 from ..ledger.identity import default_executor
 from ..run import exit_codes
-from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from ._common import Answer, fail, load_or_exit, open_or_exit, workdir_for
 from .options import LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt
 
-__all__ = ["block", "done", "fail_command", "next_command", "start", "tick"]
+__all__ = [
+    "block",
+    "block_answer",
+    "done",
+    "done_answer",
+    "fail_answer",
+    "fail_command",
+    "next_answer",
+    "next_command",
+    "start",
+    "start_answer",
+    "tick",
+    "tick_answer",
+]
+
+#: Bounds of ``--lease`` (seconds), for the CLI's option and the MCP tools' schemas.
+LEASE_MIN, LEASE_MAX, LEASE_DEFAULT = 60, 30 * 86400, 3600.0
 
 StepArg = Annotated[str, typer.Argument(help="Step id.")]
 AgentOpt = Annotated[
@@ -36,12 +58,13 @@ LeaseOpt = Annotated[
     float,
     typer.Option(
         "--lease",
-        min=60,
-        max=30 * 86400,
+        min=LEASE_MIN,
+        max=LEASE_MAX,
         help="Seconds the hold lives without a tick (default: an hour); a longer one for a "
         "person's step that takes days.",
     ),
 ]
+
 
 _EXECUTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/-]{0,99}$")
 
@@ -105,14 +128,13 @@ def _storage(spec: Any, results: str | None) -> str | None:
     return storage
 
 
-def _reach(spec: Any, led: Any, wd: Path, storage: str | None, as_json: bool, fix: str) -> set[str]:
+def _reach(spec: Any, led: Any, wd: Path, storage: str | None, fix: str) -> set[str]:
     """Before the check-in records anything: restore the outputs completed steps made in
     another folder left missing here, or refuse (exit 2) naming them (run/reach.py)."""
     from ..run.reach import check_reach
     from ..text.commands import carry_options
 
     restored: list[tuple[str, str, str]] = _checkin(
-        as_json,
         lambda: check_reach(
             spec,
             led,
@@ -126,15 +148,11 @@ def _reach(spec: Any, led: Any, wd: Path, storage: str | None, as_json: bool, fi
 
 
 def _open(
-    plan: Path,
-    workdir: Path | None,
-    ledger: str | None,
-    as_json: bool | None = None,
-    held: tuple[str, str | None] | None = None,
+    plan: Path, workdir: Path | None, ledger: str | None, held: tuple[str, str | None]
 ) -> tuple[Any, Path, Any]:
     """The plan, workdir and ledger of a check-in (:func:`_plan`, then :func:`_ledger`)."""
     spec, wd = _plan(plan, workdir, ledger)
-    return spec, wd, _ledger(spec, wd, ledger, as_json, held)
+    return spec, wd, _ledger(spec, wd, ledger, True, held)
 
 
 def _plan(
@@ -153,22 +171,22 @@ def _ledger(
     spec: Any,
     wd: Path,
     ledger: str | None,
-    as_json: bool | None = None,
+    checkin: bool = False,
     held: tuple[str, str | None] | None = None,
 ) -> Any:
-    """The check-in's ledger; with ``as_json`` given (every check-in but ``next``, which says
-    it in its document), a closed plan is refused (exit 2) — except, with ``held`` (step,
+    """The check-in's ledger; for a ``checkin`` (every one but ``next``, which says it in its
+    document), a closed plan is refused (exit 2) — except, with ``held`` (step,
     executor) for ``done``/``fail``/``block``/``tick``, a step that executor has in progress:
     it ends (or renews) a hold taken before the close."""
     led = open_or_exit(ledger, wd, create=True, plan=spec)
     assert led is not None  # create=True
-    if as_json is not None:
+    if checkin:
         from ..closing.closed import check_not_closed
 
         if held is not None and _holds_step(led, spec.plan_id, held[0], held[1]):
             return led
-        _checkin(as_json, lambda: check_not_closed(led, spec.plan_id, spec.source))
-    _see_plan(spec, led, "next" if as_json is None else "check-in")
+        _checkin(lambda: check_not_closed(led, spec.plan_id, spec.source))
+    _see_plan(spec, led, "check-in" if checkin else "next")
     return led
 
 
@@ -220,19 +238,33 @@ def _emit(as_json: bool, doc: dict[str, Any], line: str, code: int = exit_codes.
     raise typer.Exit(code)
 
 
-def _checkin(as_json: bool, fn: Any) -> Any:
-    """Run one check-in; a user's mistake is exit 2, a stop for review exit 4 (one line each,
-    also as JSON with ``--json``)."""
+def _say(as_json: bool, answer: Callable[[], Answer]) -> None:
+    """Print a command's answer, or its refusal (one line, or its document with ``--json``),
+    and exit with its code."""
+    try:
+        said = answer()
+    except CommandRefused as exc:
+        if exc.document is not None and (as_json or exc.code == exit_codes.NEEDS_REVIEW):
+            _emit(as_json, exc.document, f"waymark: {exc.message}", exc.code)  # review: stdout
+        fail(exc.message, exc.code)
+    _emit(as_json, said.document, said.line, said.code)
+
+
+def _checkin(fn: Callable[[], Any]) -> Any:
+    """Run one check-in; a user's mistake is :class:`~prefect_waymark.errors.CommandRefused`
+    with exit 2, a stop for review with exit 4 (each with its ``--json`` document)."""
     from ..agents.checkin import CheckinError, CheckinStopped
 
     try:
         return fn()
+    except CommandRefused:
+        raise
     except CheckinStopped as exc:
-        _emit(as_json, {"ok": False, "review": True, "reason": str(exc)}, f"waymark: {exc}", 4)
+        doc = {"ok": False, "review": True, "reason": str(exc)}
+        raise CommandRefused(str(exc), exit_codes.NEEDS_REVIEW, doc) from exc
     except (CheckinError, LedgerError, WaymarkError) as exc:
-        if as_json:
-            _emit(True, {"ok": False, "review": False, "reason": str(exc)}, "", 2)
-        fail(str(exc))
+        doc = {"ok": False, "review": False, "reason": str(exc)}
+        raise CommandRefused(str(exc), exit_codes.BAD_INPUT, doc) from exc
 
 
 def next_command(
@@ -245,6 +277,17 @@ def next_command(
 ) -> None:
     """The step to work on now, re-anchored (contract, refs); or why nothing is ready. With
     --results, upstream outputs this folder lacks are restored from the storage."""
+    _say(as_json, lambda: next_answer(plan, executor, workdir, ledger, results))
+
+
+def next_answer(
+    plan: Path,
+    executor: str | None = None,
+    workdir: Path | None = None,
+    ledger: str | None = None,
+    results: str | None = None,
+) -> Answer:
+    """``waymark next``'s answer; exit 3 (with the document) when nothing is ready."""
     from ..agents.next_step import next_document
     from ..text.commands import waymark_command
 
@@ -253,8 +296,8 @@ def next_command(
     led = _ledger(spec, wd, ledger)
     who = _executor(executor) if executor or os.environ.get("WAYMARK_EXECUTOR") else None
     with led:
-        restored = _reach(spec, led, wd, storage, as_json, waymark_command("next", plan))
-        doc, code = _checkin(as_json, lambda: next_document(spec, led, wd, who))
+        restored = _reach(spec, led, wd, storage, waymark_command("next", plan))
+        doc, code = _checkin(lambda: next_document(spec, led, wd, who))
     for up in (doc.get("step") or {}).get("upstream") or []:
         for out in up.get("outputs") or []:
             if out["path"] in restored:  # restored from the storage before anything ran
@@ -262,8 +305,8 @@ def next_command(
     if storage and doc.get("step"):
         from ..agents.outputs import restore_upstream
 
-        _checkin(as_json, lambda: restore_upstream(storage, wd, doc["step"]))
-    _emit(as_json, doc, _next_text(doc), code)
+        _checkin(lambda: restore_upstream(storage, wd, doc["step"]))
+    return Answer(doc, _next_text(doc), code)
 
 
 def _next_text(doc: dict[str, Any]) -> str:
@@ -310,24 +353,37 @@ def start(
     executor: AgentOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
-    lease: LeaseOpt = 3600.0,
+    lease: LeaseOpt = LEASE_DEFAULT,
     results: ResultsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Take the step's branch (one step in progress per branch): re-anchors first. Outputs
     of completed steps this folder lacks are restored from the result storage first."""
+    _say(as_json, lambda: start_answer(plan, step, executor, workdir, ledger, lease, results))
+
+
+def start_answer(
+    plan: Path,
+    step: str,
+    executor: str | None = None,
+    workdir: Path | None = None,
+    ledger: str | None = None,
+    lease: float = LEASE_DEFAULT,
+    results: str | None = None,
+) -> Answer:
+    """``waymark start``'s answer."""
     from ..agents.checkin import start_step
     from ..text.commands import waymark_command
 
     spec, wd = _plan(plan, workdir, ledger, results)
     storage = _storage(spec, results)
-    led = _ledger(spec, wd, ledger, as_json)
+    led = _ledger(spec, wd, ledger, checkin=True)
     who = _executor(executor)
     with led:
-        _reach(spec, led, wd, storage, as_json, waymark_command("start", plan, step))
-        line = _checkin(as_json, lambda: start_step(spec, led, wd, step, who, lease))
+        _reach(spec, led, wd, storage, waymark_command("start", plan, step))
+        line = _checkin(lambda: start_step(spec, led, wd, step, who, lease))
         _views(spec, led, wd, f"{step} started by {who}")
-    _emit(as_json, {"ok": True, "step": step, "executor": who, "message": line}, line)
+    return Answer({"ok": True, "step": step, "executor": who, "message": line}, line)
 
 
 def tick(
@@ -339,18 +395,30 @@ def tick(
     ] = 10,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
-    lease: LeaseOpt = 3600.0,
+    lease: LeaseOpt = LEASE_DEFAULT,
     as_json: JsonOpt = False,
 ) -> None:
     """Renew the hold on a step in progress; every N ticks re-anchor and print the contract."""
+    _say(as_json, lambda: tick_answer(plan, step, executor, every, workdir, ledger, lease))
+
+
+def tick_answer(
+    plan: Path,
+    step: str,
+    executor: str | None = None,
+    every: int = 10,
+    workdir: Path | None = None,
+    ledger: str | None = None,
+    lease: float = LEASE_DEFAULT,
+) -> Answer:
+    """``waymark tick``'s answer."""
     from ..agents.checkin import tick_step
 
-    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
+    spec, wd, led = _open(plan, workdir, ledger, (step, executor))
     who = _executor(executor)
     count = _count_tick(wd, spec.plan_id, who, step)
     with led:
         anchored = _checkin(
-            as_json,
             lambda: tick_step(
                 spec, led, wd, step, who, count=count, every=every, lease_seconds=lease
             ),
@@ -361,7 +429,7 @@ def tick(
         line += f"; re-anchored: goal {anchored['goal']!r}; forbidden: " + (
             "; ".join(anchored["forbidden"]) or "none"
         )
-    _emit(as_json, doc, line)
+    return Answer(doc, line)
 
 
 def _count_tick(workdir: Path, plan_id: str, executor: str, step: str) -> int:
@@ -403,21 +471,41 @@ def done(
 ) -> None:
     """Check in a step as done: outputs hashed, evidence per acceptance item, receipts. With
     --results the outputs are kept in the storage too (for executors in other folders)."""
+    _say(
+        as_json,
+        lambda: done_answer(
+            plan, step, executor, output, evidence, receipt, workdir, ledger, results
+        ),
+    )
+
+
+def done_answer(
+    plan: Path,
+    step: str,
+    executor: str | None = None,
+    output: list[str] | None = None,
+    evidence: list[str] | None = None,
+    receipt: list[str] | None = None,
+    workdir: Path | None = None,
+    ledger: str | None = None,
+    results: str | None = None,
+) -> Answer:
+    """``waymark done``'s answer."""
     from ..agents.checkin_done import DoneInput, done_step
     from ..text.commands import waymark_command
 
     spec, wd = _plan(plan, workdir, ledger, results)
     storage = _storage(spec, results)
-    led = _ledger(spec, wd, ledger, as_json, (step, executor))
+    led = _ledger(spec, wd, ledger, True, (step, executor))
     who = _executor(executor)
     given = DoneInput(outputs=output or [], evidence=evidence or [], receipts=receipt or [])
     with led:
-        _reach(spec, led, wd, storage, as_json, waymark_command("done", plan, step))
-        data = _checkin(as_json, lambda: done_step(spec, led, wd, step, who, given))
+        _reach(spec, led, wd, storage, waymark_command("done", plan, step))
+        data = _checkin(lambda: done_step(spec, led, wd, step, who, given))
         if storage:
             from ..agents.outputs import keep_outputs
 
-            data["kept"] = _checkin(as_json, lambda: keep_outputs(storage, wd, data["outputs"]))
+            data["kept"] = _checkin(lambda: keep_outputs(storage, wd, data["outputs"]))
         missing = [i for i in _acceptance_ids(spec, step) if i not in (data.get("evidence") or {})]
         from ..agents.flow_suspend import resume_waiting_runs
 
@@ -427,8 +515,8 @@ def done(
     if missing:
         line += f" (no evidence for {', '.join(missing)})"
     line += "".join(f"\n{spec.plan_id}: {r}" for r in data["resumed"])
-    _emit(as_json, {"ok": True, "step": step, "executor": who, **data, "no_evidence": missing},
-          line)  # fmt: skip
+    return Answer({"ok": True, "step": step, "executor": who, **data, "no_evidence": missing},
+                  line)  # fmt: skip
 
 
 def _acceptance_ids(spec: Any, step: str) -> list[str]:
@@ -447,16 +535,28 @@ def fail_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Check in a step as failed (the next `waymark next` offers it again)."""
+    _say(as_json, lambda: fail_answer(plan, step, reason, executor, workdir, ledger))
+
+
+def fail_answer(
+    plan: Path,
+    step: str,
+    reason: str,
+    executor: str | None = None,
+    workdir: Path | None = None,
+    ledger: str | None = None,
+) -> Answer:
+    """``waymark fail``'s answer."""
     if not reason.strip():
         fail("--reason: say what went wrong")
     from ..agents.checkin import fail_step
 
-    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
+    spec, wd, led = _open(plan, workdir, ledger, (step, executor))
     who = _executor(executor)
     with led:
-        _checkin(as_json, lambda: fail_step(spec, led, step, who, reason))
+        _checkin(lambda: fail_step(spec, led, step, who, reason))
         _views(spec, led, wd, f"{step} failed by {who}")
-    _emit(as_json, {"ok": True, "step": step, "executor": who}, f"step {step} failed: {reason}")
+    return Answer({"ok": True, "step": step, "executor": who}, f"step {step} failed: {reason}")
 
 
 def block(
@@ -470,15 +570,28 @@ def block(
     as_json: JsonOpt = False,
 ) -> None:
     """Record that a step cannot go on: behind another step (--on), or why (--reason)."""
+    _say(as_json, lambda: block_answer(plan, step, on, reason, executor, workdir, ledger))
+
+
+def block_answer(
+    plan: Path,
+    step: str,
+    on: str | None = None,
+    reason: str = "",
+    executor: str | None = None,
+    workdir: Path | None = None,
+    ledger: str | None = None,
+) -> Answer:
+    """``waymark block``'s answer."""
     if on is None and not reason.strip():
         fail("give --on STEP or --reason TEXT (or both)")
     from ..agents.checkin import block_step
 
-    spec, wd, led = _open(plan, workdir, ledger, as_json, (step, executor))
+    spec, wd, led = _open(plan, workdir, ledger, (step, executor))
     who = _executor(executor)
     with led:
-        _checkin(as_json, lambda: block_step(spec, led, step, who, on, reason))
+        _checkin(lambda: block_step(spec, led, step, who, on, reason))
         _views(spec, led, wd, f"{step} blocked by {who}")
     why = f"behind {on}" if on else reason
-    _emit(as_json, {"ok": True, "step": step, "on": on, "reason": reason},
-          f"step {step} blocked: {why}")  # fmt: skip
+    return Answer({"ok": True, "step": step, "on": on, "reason": reason},
+                  f"step {step} blocked: {why}")  # fmt: skip

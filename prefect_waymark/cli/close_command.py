@@ -20,10 +20,10 @@ from ..ledger.identity import default_executor
 from ..plan.spec import BlockRef
 from ..run import exit_codes
 from ..text.markdown import cell
-from ._common import check_not_renamed, fail, load_or_exit, open_or_exit, workdir_for
+from ._common import Answer, check_not_renamed, fail, load_or_exit, open_or_exit, workdir_for
 from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, WorkdirOpt
 
-__all__ = ["close", "skip"]
+__all__ = ["close", "skip", "skip_answer"]
 
 
 def _views(spec: Any, led: Any, folder: Path) -> None:
@@ -46,9 +46,27 @@ def skip(
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
     markers_dir: MarkersDirOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Leave a pending, blocked or failed step out on purpose: it counts as done (no result, no
     outputs), the steps after it go on and get None as its value. Runs nothing."""
+    said = skip_answer(plan, step, reason, by, workdir, ledger, markers_dir)
+    if as_json:
+        print(json.dumps(said.document, indent=2, default=str, ensure_ascii=False))
+    else:
+        print(said.line)
+
+
+def skip_answer(
+    plan: Path,
+    step: str,
+    reason: str,
+    by: str | None = None,
+    workdir: Path | None = None,
+    ledger: str | None = None,
+    markers_dir: Path | None = None,
+) -> Answer:
+    """``waymark skip``'s answer (the MCP server's ``skip`` tool returns it too)."""
     from ..closing.skip import skip_step
     from ..markers import markers_folder
 
@@ -60,24 +78,36 @@ def skip(
     wd = workdir_for(spec, workdir)
     led = open_or_exit(ledger, wd, create=True, plan=spec)
     assert led is not None  # create=True
+    who = by or default_executor()
     with led:
         check_not_renamed(spec, led)  # its history lives under the new id
         try:
-            done = skip_step(spec, led, step, reason, by or default_executor())
+            done = skip_step(spec, led, step, reason, who)
         except (CloseError, PlanClosedError) as exc:
             fail(str(exc))
         _views(spec, led, markers_folder(spec, wd, markers_dir))
         states = led.step_states(spec.plan_id)
-    for line in done.notes:
-        print(f"{spec.plan_id}: {line}")
     open_after = [
         s.id
         for s in spec.steps
         if step in s.depends_on and (states[s.id].status if s.id in states else "") != "completed"
     ]
+    then = next_command(spec, states, plan)
     goes_on = f"; the steps after it go on: {', '.join(open_after)}" if open_after else ""
-    print(f"{spec.plan_id}: step {step!r} skipped ({cell(reason)}){goes_on}")
-    print(f"next: {next_command(spec, states, plan)}")
+    lines = [f"{spec.plan_id}: {line}" for line in done.notes]
+    lines.append(f"{spec.plan_id}: step {step!r} skipped ({cell(reason)}){goes_on}")
+    lines.append(f"next: {then}")
+    doc = {
+        "ok": True,
+        "plan_id": spec.plan_id,
+        "step": step,
+        "reason": reason,
+        "by": who,
+        "notes": list(done.notes),
+        "goes_on": open_after,
+        "next": then,
+    }
+    return Answer(doc, "\n".join(lines))
 
 
 def next_command(spec: Any, states: dict[str, Any], plan: Path) -> str:

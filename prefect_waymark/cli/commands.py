@@ -5,18 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..hooks.command import hook_app
-from ._common import (
-    fail,
-    load_or_exit,
-    open_or_exit,
-    open_reader_or_exit,
-    workdir_for,
-)
+from ._common import fail, load_or_exit
 from .agent_commands import block, done, fail_command, next_command, start, tick
 from .audit_command import export, replay, restore
 from .close_command import close, skip
@@ -108,47 +102,16 @@ def status(
 ) -> None:
     """Show each step's status from the ledger. Never starts Prefect; creates nothing. When a
     deployment runs the plan, its schedule and next run are read from the Prefect server."""
-    from ..ledger import Ledger
-    from ..ledger.progress_view import build_view
-    from ..subplans.status import subplan_rows
+    from .status_command import read_status
     from .status_document import print_json
-    from .status_extras import ledger_extras, status_exit_code
     from .status_output import print_table
 
-    spec = load_or_exit(plan)
-    wd = workdir_for(spec, workdir)
-    # Plain status reads a SQLite ledger without SQLAlchemy; --rebuild writes, so it opens it all.
-    led = (
-        open_or_exit(ledger, wd, create=False, plan=spec)
-        if rebuild
-        else open_reader_or_exit(ledger, wd, plan=spec)
-    )
-    extra: dict[str, Any] = {}
-    deployment_id: Any = None
-    if led is None:
-        states = {}
-    else:
-        with led:
-            if isinstance(led, Ledger) and rebuild:
-                before = led.step_states(spec.plan_id)
-                states = led.rebuild(spec.plan_id, write=True)
-                extra["rebuilt"] = {"steps": len(states), "changed": before != states}
-            else:
-                states = led.step_states(spec.plan_id)
-            # The keys from the plan's last events: the same function as `waymark replay`.
-            found, deployment_id = ledger_extras(lambda kinds: led.last_event(spec.plan_id, kinds))
-            extra.update(found)
-            extra.update(subplan_rows(spec, led.step_states))  # `plan:` steps' progress rows
-    if led is not None and deployment_id:  # a deployment runs the plan: its schedule, next run
-        from .status_deployment import deployment_status
-
-        extra["deployment"] = deployment_status(str(deployment_id))
-    view = build_view(spec, states)
+    view, extra, code = read_status(plan, workdir, ledger, rebuild)
     if as_json:
         print_json(view, extra)
     else:
         print_table(view, extra)
-    raise typer.Exit(status_exit_code(view, extra))
+    raise typer.Exit(code)
 
 
 def _run(
@@ -342,6 +305,7 @@ def review(
             "--all", help="With --accept or --rerun: answer every step in review the same way."
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Answer a stop for review: --accept, --rerun or --abort. Records an event; runs nothing."""
     from .review import review_command
@@ -355,9 +319,72 @@ def review(
             plan, step, receipt, external_id, (accept, rerun, abort), workdir, ledger, reason, by
         )
     code = review_command(
-        plan, step, accept, rerun, abort, workdir, ledger, reason, by, every=every
+        plan, step, accept, rerun, abort, workdir, ledger, reason, by, every=every, as_json=as_json
     )
     raise typer.Exit(code)
+
+
+@app.command()
+def mcp(
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            envvar="WAYMARK_PLAN",
+            help="The plan the tools check in (default: $WAYMARK_PLAN; without one, each "
+            "call names its plan file).",
+        ),
+    ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            help="Who checks in when a call does not say (default: $WAYMARK_EXECUTOR, else "
+            "user@host).",
+        ),
+    ] = None,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    results: ResultsOpt = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+        ),
+    ] = None,
+    allow_review: Annotated[
+        bool,
+        typer.Option("--allow-review", help="Offer the `review` tool: answer stops for review."),
+    ] = False,
+) -> None:
+    """An MCP server (stdio, or streamable HTTP with --http) whose tools are the check-ins:
+    next, start, tick, done, fail, block, skip, status, metrics (and review with
+    --allow-review). Each returns the document the command prints with --json."""
+    try:
+        from .mcp_server import ServerOptions, serve
+    except ImportError as exc:
+        fail(f"the MCP server needs the `mcp` package ({exc}): pip install 'prefect-waymark[mcp]'")
+    if plan is not None:
+        load_or_exit(plan)  # a bad plan file is said now, not at the first call
+    address = _host_port(http) if http is not None else None
+    options = ServerOptions(
+        plan=plan,
+        executor=executor,
+        workdir=workdir,
+        ledger=ledger,
+        results=results,
+        allow_review=allow_review,
+    )
+    serve(options, address)
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        fail(f"--http {text!r}: expected HOST:PORT (e.g. 127.0.0.1:8765)")
+    return host.strip("[]"), int(port)
 
 
 server_app = typer.Typer(

@@ -4,14 +4,18 @@ never starts Prefect."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ._common import fail, load_or_exit, open_reader_or_exit, workdir_for
 from .options import LedgerOpt, PlanArg, WorkdirOpt
 
-__all__ = ["metrics", "metrics_document"]
+if TYPE_CHECKING:
+    from ..plan.spec import PlanSpec
+
+__all__ = ["metrics", "metrics_document", "read_metrics"]
 
 
 def metrics_document(plan_id: str, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -29,6 +33,18 @@ def metrics(
 ) -> None:
     """The plan's eight metrics (omission, acceptance, drift, verification, resume, duplicate
     side effects, ref freshness, single in_progress), from the ledger. Reads only."""
+    spec, result = read_metrics(plan, workdir, ledger)
+    if as_json:
+        print(json.dumps(metrics_document(spec.plan_id, result), indent=2, default=str))
+    else:
+        _print_table(spec.plan_id, spec.title, result)
+    raise typer.Exit(0)
+
+
+def read_metrics(
+    plan: Path, workdir: Path | None = None, ledger: str | None = None
+) -> tuple[PlanSpec, dict[str, Any]]:
+    """The plan and its metrics, read from its ledger (exit 2 when it has no history)."""
     from ..ledger import Ledger
     from ..metrics import compute_metrics
 
@@ -44,12 +60,7 @@ def metrics(
                 f"`waymark run {plan}` records its first run"
             )
         receipts = led.receipts(spec.plan_id) if isinstance(led, Ledger) else None
-        result = compute_metrics(spec, led, receipts=receipts)  # reads what they need
-    if as_json:
-        print(json.dumps(metrics_document(spec.plan_id, result), indent=2, default=str))
-    else:
-        _print_table(spec.plan_id, spec.title, result)
-    raise typer.Exit(0)
+        return spec, compute_metrics(spec, led, receipts=receipts)  # reads what they need
 
 
 def _print_table(plan_id: str, title: str, result: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ when a deployment's flow run is suspended for this answer: it is resumed with it
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -23,9 +24,9 @@ from ..review.suspend import (
 )
 from ..run import exit_codes
 from ..subplans.answers import answer_subplans
-from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from ._common import Answer, fail, load_or_exit, open_or_exit, workdir_for
 
-__all__ = ["review_command"]
+__all__ = ["review_answer", "review_command"]
 
 
 def _decision(accept: bool, rerun: bool, abort: bool) -> Decision:
@@ -48,8 +49,33 @@ def review_command(
     by: str | None,
     *,
     every: bool = False,
+    as_json: bool = False,
 ) -> int:
-    decision = _decision(accept, rerun, abort)
+    said = review_answer(
+        plan, step, _decision(accept, rerun, abort), workdir, ledger_url, reason, by, every=every
+    )
+    if as_json:
+        print(json.dumps(said.document, indent=2, default=str, ensure_ascii=False))
+    elif said.line:
+        print(said.line)
+    for line in said.document["refused"]:
+        print(f"waymark: not answered: {line}", file=sys.stderr)
+    return said.code
+
+
+def review_answer(
+    plan: Path,
+    step: str | None,
+    decision: Decision,
+    workdir: Path | None,
+    ledger_url: str | None,
+    reason: str,
+    by: str | None,
+    *,
+    every: bool = False,
+) -> Answer:
+    """``waymark review``'s answer: the stops answered, the flow runs resumed, and (``every``)
+    the stops that refused the answer (exit 2)."""
     if every and decision == "abort":
         fail("--all goes with --accept or --rerun (--abort stops the whole plan by itself)")
     from ..text.commands import remember_options
@@ -76,23 +102,28 @@ def review_command(
             # A `plan:` step's stop: the same answer for its sub-plan's stops (subplans/).
             done += answer_subplans(led, spec, decision, by=who, reason=reason)
         except (ReviewError, PlanClosedError) as exc:  # closed: the ledger takes no rerun
-            print(f"waymark: {exc}", file=sys.stderr)
-            return exit_codes.BAD_INPUT
+            fail(str(exc))
         # Flow runs suspended for the stop this answer just closed (none is resumed twice).
         waiting = [
             s
             for s in _suspensions(led, spec.plan_id)
             if s.answered and s.flow_run_id in unanswered and not s.waits_for_checkin
         ]
-    for line in done:
-        print(f"{spec.plan_id}: {line}")
+    resumed: list[str] = []
     if waiting:  # resume them with the answer
         answer = {"decision": decision, "receipt": "", "reason": reason, "by": who}
-        for line in resume_suspended(waiting, answer):
-            print(f"{spec.plan_id}: {line}")
-    for line in refused:
-        print(f"waymark: not answered: {line}", file=sys.stderr)
-    return exit_codes.BAD_INPUT if refused else exit_codes.OK
+        resumed = list(resume_suspended(waiting, answer))
+    doc = {
+        "ok": not refused,
+        "plan_id": spec.plan_id,
+        "decision": decision,
+        "by": who,
+        "answered": done,
+        "resumed": resumed,
+        "refused": refused,
+    }
+    line = "\n".join(f"{spec.plan_id}: {one}" for one in [*done, *resumed])
+    return Answer(doc, line, exit_codes.BAD_INPUT if refused else exit_codes.OK)
 
 
 def _in_review(led: Ledger, spec: PlanSpec, plan: Path) -> list[str | None]:
