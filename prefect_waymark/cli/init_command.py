@@ -8,6 +8,7 @@ Someone else's file of that name is never overwritten.
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import shutil
 import subprocess
@@ -153,6 +154,10 @@ def _wire_agent(folder: Path, agent: str, plan: Path | None, executor: str | Non
         fail(f"{exc}; nothing was written" if isinstance(exc, HarnessFileError) else str(exc))
     for change in changes:
         print(f"{change.path}: {change.what}")
+    if agent != "generic" and importlib.util.find_spec("mcp") is None:
+        print(
+            "  note: the waymark MCP server needs the SDK: pip install 'prefect-waymark[mcp]'"
+        )
     if agent == "generic":
         print(
             "  your harness's hooks: `waymark hook generic EVENT --json` (stdin: the event; "

@@ -5,9 +5,11 @@ changes (a second ``init`` changes nothing):
 
 - ``claude-code``: ``.claude/settings.json`` — ``env`` (``WAYMARK_PLAN``, ``WAYMARK_EXECUTOR``)
   and the hooks (``SessionStart``, ``UserPromptSubmit``, ``PreToolUse`` on every tool, ``Stop``)
-  that run ``waymark hook claude-code EVENT``; ``CLAUDE.md`` — the loop the agent follows.
-- ``codex``: ``AGENTS.md`` — the same loop (Codex runs no hooks: the forbidden list is the
-  instructions' and a run's to enforce, not a guard before each command).
+  that run ``waymark hook claude-code EVENT``; ``.mcp.json`` — the ``waymark mcp`` server;
+  ``CLAUDE.md`` — the loop the agent follows.
+- ``codex``: ``.codex/config.toml`` — the ``waymark mcp`` server (Codex reads a project's file
+  in a trusted project); ``AGENTS.md`` — the same loop (Codex runs no hooks here: the forbidden
+  list is the instructions' and a run's to enforce, not a guard before each command).
 - ``generic``: ``AGENTS.md``; the harness's own hook settings call
   ``waymark hook generic EVENT --json`` (printed, not written).
 
@@ -20,6 +22,7 @@ is :class:`~prefect_waymark.errors.HarnessFileError`, and then no file is writte
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +57,9 @@ class FileChange:
     text: str | None
 
 
-def loop_text(plan: str, executor: str) -> str:
-    """The agent's loop for ``plan`` (a path from the project's root), as Markdown."""
+def loop_text(plan: str, executor: str, mcp: bool = False) -> str:
+    """The agent's loop for ``plan`` (a path from the project's root), as Markdown; ``mcp``:
+    the project has the ``waymark`` MCP server too."""
     p, e = shlex.quote(plan), shlex.quote(executor)
     cmd = f"waymark {{}} {p} {{}}--executor {e}"
     return "\n".join(
@@ -77,6 +81,16 @@ def loop_text(plan: str, executor: str) -> str:
             f'(it waits for a person) or `{cmd.format("fail", "STEP ")} --reason "…"`. '
             "Never do what the contract forbids, and never repeat an irreversible action: "
             "waymark keeps its receipts. A stop for review is a person's to answer, not yours.",
+            *(
+                [
+                    "",
+                    "The `waymark` MCP server offers the same commands as tools (`next`, "
+                    "`start`, `tick`, `done`, `fail`, `block`, `status`): use them or the "
+                    "commands, the ledger is the same.",
+                ]
+                if mcp
+                else []
+            ),
         ]
     )
 
@@ -86,14 +100,20 @@ def harness_changes(
 ) -> list[FileChange]:
     """What wiring ``harness`` to ``plan`` changes in ``project``; ``waymark`` is the command
     that runs waymark from the harness (``waymark``, or a path)."""
-    section = loop_text(plan, executor)
+    mcp_args = ["mcp", "--plan", plan, "--executor", executor]
     if harness == "claude-code":
         return [
             _claude_settings(project / ".claude" / "settings.json", plan, executor, waymark),
-            _section(project / "CLAUDE.md", section),
+            _mcp_json(project / ".mcp.json", _program(waymark), mcp_args),
+            _section(project / "CLAUDE.md", loop_text(plan, executor, mcp=True)),
         ]
-    if harness in ("codex", "generic"):
-        return [_section(project / "AGENTS.md", section)]
+    if harness == "codex":
+        return [
+            _codex_config(project / ".codex" / "config.toml", _program(waymark), mcp_args),
+            _section(project / "AGENTS.md", loop_text(plan, executor, mcp=True)),
+        ]
+    if harness == "generic":
+        return [_section(project / "AGENTS.md", loop_text(plan, executor))]
     raise HarnessFileError(f"no harness {harness!r}: expected one of {', '.join(HARNESSES)}")
 
 
@@ -171,6 +191,54 @@ def _claude_settings(path: Path, plan: str, executor: str, waymark: str) -> File
     return FileChange(
         path, f"{verb}: {', '.join(added)}{_kept(done)}", json.dumps(doc, indent=2) + "\n"
     )
+
+
+def _program(waymark: str) -> str:
+    """The program of an MCP server entry (no shell reads it): the hooks' command without its
+    ``$CLAUDE_PROJECT_DIR`` prefix or quotes — a path from the project's root, which is the
+    server's working folder."""
+    words = shlex.split(waymark.replace('"$CLAUDE_PROJECT_DIR"/', "./"))
+    return words[0] if words else "waymark"
+
+
+def _mcp_json(path: Path, program: str, args: list[str]) -> FileChange:
+    """``.mcp.json`` with the ``waymark`` server added (one already there is kept)."""
+    old = _read(path)
+    try:
+        doc: Any = json.loads(old) if old is not None and old.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise HarnessFileError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from exc
+    if not isinstance(doc, dict):
+        raise HarnessFileError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    servers = _object(doc, "mcpServers", path)
+    if "waymark" in servers:
+        return FileChange(path, "unchanged (server waymark: yours, left as it is)", None)
+    servers["waymark"] = {"command": program, "args": args}
+    verb = "created" if old is None else "updated"
+    return FileChange(path, f"{verb}: MCP server waymark", json.dumps(doc, indent=2) + "\n")
+
+
+_CODEX_TABLE = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*("waymark"|waymark)\s*\]', re.MULTILINE)
+
+
+def _codex_config(path: Path, program: str, args: list[str]) -> FileChange:
+    """``.codex/config.toml`` with an ``[mcp_servers.waymark]`` table (one already there is
+    kept); the rest of the file is left byte for byte."""
+    old = _read(path)
+    if old is not None and _CODEX_TABLE.search(old):
+        return FileChange(path, "unchanged (server waymark: yours, left as it is)", None)
+    table = "\n".join(
+        [
+            "[mcp_servers.waymark]",
+            f"command = {json.dumps(program)}",
+            f"args = [{', '.join(json.dumps(a) for a in args)}]",
+            "",
+        ]
+    )
+    if old is None:
+        return FileChange(path, "created: MCP server waymark", table)
+    gap = "" if not old else ("\n" if old.endswith("\n") else "\n\n")
+    return FileChange(path, "updated: MCP server waymark", old + gap + table)
 
 
 def _kept(done: list[str]) -> str:

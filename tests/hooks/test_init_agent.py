@@ -11,9 +11,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-from tests._support.helpers import run_cli
+from tests._support.helpers import WAYMARK, run_cli
 from tests.hooks._helpers import EXECUTOR, make_plan, payload, waymark
 
 NO_SERVER = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
@@ -49,7 +52,7 @@ def test_claude_code_on_an_empty_project_works_and_a_second_init_changes_nothing
     proc = _init(tmp_path, "--agent", "claude-code")
     assert proc.returncode == 0, proc.stderr
     assert "settings.json: created: env WAYMARK_PLAN, env WAYMARK_EXECUTOR" in proc.stdout
-    assert "CLAUDE.md: created" in proc.stdout
+    assert "CLAUDE.md: created" in proc.stdout and ".mcp.json: created" in proc.stdout
     settings = _settings(tmp_path)
     assert settings["env"] == {"WAYMARK_PLAN": "plan.yaml", "WAYMARK_EXECUTOR": "claude"}
     assert set(settings["hooks"]) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"}
@@ -58,11 +61,11 @@ def test_claude_code_on_an_empty_project_works_and_a_second_init_changes_nothing
     assert "waymark next plan.yaml --executor claude" in loop
     assert 'waymark done plan.yaml STEP --executor claude --evidence "A1: …"' in loop
 
-    before = {p: p.read_bytes() for p in (tmp_path / ".claude" / "settings.json",
-                                          tmp_path / "CLAUDE.md")}  # fmt: skip
+    files = [tmp_path / ".claude" / "settings.json", tmp_path / "CLAUDE.md", tmp_path / ".mcp.json"]
+    before = {p: p.read_bytes() for p in files}
     again = _init(tmp_path, "--agent", "claude-code")
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count(": unchanged") == 2, again.stdout
+    assert again.stdout.count(": unchanged") == 3, again.stdout
     assert {p: p.read_bytes() for p in before} == before
 
     # The written commands, fed real payloads: a new session is told where to begin (no ledger
@@ -90,6 +93,30 @@ def test_claude_code_on_an_empty_project_works_and_a_second_init_changes_nothing
     stop = _run_hook(tmp_path, "Stop", payload("stop.json", tmp_path))
     assert stop.returncode == 0, stop.stderr
     assert json.loads(stop.stdout)["decision"] == "block"
+    # The MCP server .mcp.json names starts as a client starts it (in the project) and answers.
+    assert _mcp_tools_and_status(tmp_path)["steps"][0]["status"] == "in_progress"
+
+
+def _mcp_tools_and_status(project: Path) -> dict[str, Any]:
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["waymark"]
+    path = f"{Path(WAYMARK).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    params = StdioServerParameters(
+        command=server["command"], args=server["args"], cwd=project,
+        env={"PATH": path, "HOME": str(project), **NO_SERVER},
+    )  # fmt: skip
+    found: dict[str, Any] = {}
+
+    async def call() -> None:
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"next", "start", "done", "status"} <= names, names
+            result = await session.call_tool("status", {})
+            assert not result.is_error, result
+            found.update(result.structured_content or {})
+
+    anyio.run(call)
+    return found
 
 
 def test_existing_settings_are_merged_and_kept(tmp_path: Path) -> None:
@@ -159,6 +186,13 @@ def test_codex_and_generic_write_agents_md_and_bad_input_is_exit_2(tmp_path: Pat
     agents = (tmp_path / "AGENTS.md").read_text()
     assert "waymark next plans/plan.yaml --executor codex" in agents
     assert not (tmp_path / ".claude").exists()
+    config = (tmp_path / ".codex" / "config.toml").read_text()
+    assert config.startswith("[mcp_servers.waymark]\n") and (
+        '"mcp", "--plan", "plans/plan.yaml", "--executor", "codex"' in config
+    )
+    (tmp_path / ".codex" / "config.toml").write_text('model = "o4"\n\n' + config)
+    again = _init(tmp_path, "--agent", "codex", "--plan", str(plans / "plan.yaml"))
+    assert again.returncode == 0 and again.stdout.count(": unchanged") == 2, again.stdout
     generic = _init(tmp_path, "--agent", "generic", "--plan", str(plans / "plan.yaml"))
     assert generic.returncode == 0 and "waymark hook generic EVENT --json" in generic.stdout
     assert "AGENTS.md: updated" in generic.stdout  # the executor changed: codex -> agent
