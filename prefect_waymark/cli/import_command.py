@@ -69,9 +69,8 @@ def _changed(out: Path, changes: list[str]) -> None:
     if not changes:
         return
     n = len(changes)
-    print(
-        f"changed {n} thing{'s' if n > 1 else ''} to read the source as a plan (listed at the top of {out}):"
-    )
+    things = f"{n} thing{'s' if n > 1 else ''}"
+    print(f"changed {things} to read the source as a plan (listed at the top of {out}):")
     for c in changes[:MAX_WARNINGS]:
         print(f"  - {c}")
     if n > MAX_WARNINGS:
