@@ -64,6 +64,19 @@ def _warn(warnings: list[str]) -> None:
         print(f"waymark: warning: ... and {more} more warnings", file=sys.stderr)
 
 
+def _changed(out: Path, changes: list[str]) -> None:
+    """The import report's list of changes (all of them are at the top of the plan file)."""
+    if not changes:
+        return
+    n = len(changes)
+    things = f"{n} thing{'s' if n > 1 else ''}"
+    print(f"changed {things} to read the source as a plan (listed at the top of {out}):")
+    for c in changes[:MAX_WARNINGS]:
+        print(f"  - {c}")
+    if n > MAX_WARNINGS:
+        print(f"  ... and {n - MAX_WARNINGS} more (in {out})")
+
+
 def _steps(n: int) -> str:
     return f"{n} step" if n == 1 else f"{n} steps"
 
@@ -198,6 +211,7 @@ def _again(
     except OSError as exc:
         fail(f"-o {out}: cannot write the plan file: {exc.strerror or exc}")
     print(_wrote_line(out, prep))
+    _changed(out, prep.changes)
     print(f"the ledger has this import's progress already {told}: nothing recorded again")
     print(next_line)
 
@@ -271,6 +285,7 @@ def import_plan(
     for sid, status in rec.left:
         print(f"waymark: warning: {sid} is {status} in the ledger: left as it is", file=sys.stderr)
     print(_wrote_line(out, prep))
+    _changed(out, prep.changes)
     already = f"; {_steps(len(rec.already))} completed already" if rec.already else ""
     print(
         f"recorded {_steps(len(rec.completed))} as completed{already}, and the import "

@@ -76,6 +76,12 @@ class PreparedImport:
     def warnings(self) -> list[str]:
         return self.built.warnings
 
+    @property
+    def changes(self) -> list[str]:
+        """What the import changed to read the source as a plan: the report's list, and the
+        plan file's comments."""
+        return self.built.changes
+
 
 def _read(fmt: str, source: Path, file: str, text: str, tag: str | None) -> SourceDoc:
     if fmt == "taskmaster":
@@ -105,5 +111,13 @@ def prepare_import(
     doc = _read(fmt, source, str(source), text, tag)
     built = build_plan_data(doc, plan_id=plan_id or doc.plan_id_hint or DEFAULT_PLAN_ID, kind=kind)
     spec = validate_plan_data(built.data, source=str(out), base_dir=out.resolve().parent)
-    rendered = plan_text(built.data, fmt=fmt, source=source, out=out, sha256=sha, detail=doc.detail)
+    rendered = plan_text(
+        built.data,
+        fmt=fmt,
+        source=source,
+        out=out,
+        sha256=sha,
+        detail=doc.detail,
+        changes=built.changes,
+    )
     return PreparedImport(source, fmt, sha, doc, built, spec, rendered)

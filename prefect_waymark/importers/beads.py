@@ -2,11 +2,13 @@
 
 An issue is the step of its id (kept as it is when it is a valid step id). A ``blocks``
 dependency orders (``issue_id`` waits for ``depends_on_id``); ``parent-child`` makes
-``depends_on_id`` the parent (an epic: a step that waits for its children, their milestone);
+``depends_on_id`` the parent (an epic: a step that waits for its children, their milestone,
+except where that makes a cycle with ``blocks``: see :mod:`.plan_build`);
 ``related``, ``discovered-from`` and other types do not order. ``closed`` is done, ``tombstone``
 is left out; ``open``, ``in_progress``, ``blocked`` and statuses this version does not know are
-pending (the unknown ones with a warning). Steps are listed by priority (0 first) wherever the
-dependencies allow, the file's order breaking ties.
+pending (the unknown ones with a warning). An id that repeats is kept by its first line, a
+later line's issue gets the step id ``<id>-2`` (a change, reported). Steps are listed by
+priority (0 first) wherever the dependencies allow, the file's order breaking ties.
 """
 
 from __future__ import annotations
@@ -134,31 +136,57 @@ def _parse_lines(file: str, text: str) -> list[tuple[int, _Issue]]:
     return out
 
 
-def read_beads(path: Path, file: str, text: str) -> SourceDoc:
-    """Read a beads issues.jsonl."""
-    issues = _parse_lines(file, text)
-    warnings: list[str] = []
-    ids: dict[str, str] = {}  # beads id -> step id
-    line_of: dict[str, int] = {}  # step id -> line
+def _unique_ids(file: str, issues: list[tuple[int, _Issue]]) -> tuple[dict[int, str], list[str]]:
+    """The step id of each line's issue, and the changes made: an id that repeats (or that two
+    ids become as step ids) is kept by its first line; a later one gets the first free
+    ``<id>-2``, ``<id>-3``... (the same file, the same ids)."""
+    natural: dict[int, str] = {}
     for n, issue in issues:
         sid = _step_id(issue.id)
         if not sid:
             raise source_error(file, "id", f"expected an issue id, got {shown(issue.id)}", n)
-        if sid in line_of:
-            again = "duplicate issue id" if sid == issue.id else "issue id, as a step id, repeats"
-            raise source_error(
-                file, "id", f"{again} {shown(issue.id)} (also line {line_of[sid]})", n
-            )
-        if sid != issue.id:
+        natural[n] = sid
+    taken = set(natural.values())
+    first: dict[str, int] = {}
+    out: dict[int, str] = {}
+    changes: list[str] = []
+    for n, issue in issues:
+        sid = natural[n]
+        if sid not in first:
+            first[sid] = n
+            out[n] = sid
+            continue
+        k = 2
+        while f"{sid}-{k}" in taken:
+            k += 1
+        new = f"{sid}-{k}"
+        taken.add(new)
+        out[n] = new
+        again = "repeats the id of" if sid == issue.id else "is, as a step id, the id of"
+        changes.append(
+            f"{file}:{n}: id: {shown(issue.id)} {again} line {first[sid]}: this issue is step "
+            f"{new} (a dependency on {sid} names line {first[sid]}'s)"
+        )
+    return out, changes
+
+
+def read_beads(path: Path, file: str, text: str) -> SourceDoc:
+    """Read a beads issues.jsonl."""
+    issues = _parse_lines(file, text)
+    warnings: list[str] = []
+    sid_at, changes = _unique_ids(file, issues)
+    ids: dict[str, str] = {}  # beads id -> step id (its first line's)
+    for n, issue in issues:
+        sid = sid_at[n]
+        if issue.id not in ids and sid == _step_id(issue.id) and sid != issue.id:
             warnings.append(f"{file}:{n}: id {shown(issue.id)} is not a valid step id: {sid}")
-        ids[issue.id] = sid
-        line_of[sid] = n
+        ids.setdefault(issue.id, sid)
     items: list[SourceItem] = []
     by_sid: dict[str, SourceItem] = {}
     skipped: dict[str, str] = {}
     by_status: dict[str, list[str]] = {}
     for n, issue in issues:
-        sid = ids[issue.id]
+        sid = sid_at[n]
         st = (issue.status or "open").strip().lower()
         by_status.setdefault(st, []).append(sid)
         if st == "tombstone":
@@ -183,7 +211,8 @@ def read_beads(path: Path, file: str, text: str) -> SourceDoc:
         for k, dep in enumerate(issue.dependencies or []):
             loc = f"dependencies[{k}]"
             owner_id = dep.issue_id or issue.id
-            owner = by_sid.get(ids.get(owner_id, _step_id(owner_id)))
+            own = sid_at[n] if owner_id == issue.id else ids.get(owner_id, _step_id(owner_id))
+            owner = by_sid.get(own)
             if owner is None:
                 continue  # a tombstone's, or an issue not in the file: nothing waits
             target = ids.get(dep.depends_on_id, _step_id(dep.depends_on_id))
@@ -234,5 +263,7 @@ def read_beads(path: Path, file: str, text: str) -> SourceDoc:
         title=f"beads issues of {project}",
         plan_id_hint=slug(project, 100),
         detail=f"{len(issues)} issues",
-        cycle_hint="`bd dep cycles` lists them",
+        cycle_hint="`bd dep cycles` lists them; beads never makes these issues ready",
+        changes=changes,
+        parent_rule="beads does not hold an epic for its children (only `blocks` holds an issue)",
     )

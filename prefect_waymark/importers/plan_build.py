@@ -8,8 +8,15 @@ every format.
 * Children that wait for none of their siblings also wait for what their parent waits for
   (Task Master and beads do not start a task's subtasks before the task could start).
 * A dependency on something that is not in the plan (unknown, cancelled, tombstoned), on the
-  step itself or on one of its own parents is reported as a warning and dropped; a cycle among
-  the source's own dependencies is refused, naming where it is written.
+  step itself or on one of its own parents is reported as a warning and dropped.
+* A parent's wait for a child is this importer's reading, not the source's: neither Task Master
+  nor beads holds a task back for its subtasks (beads: an epic is ready while its children are
+  open; only ``blocks`` blocks). Where that reading makes a cycle with the source's own
+  dependencies (a child waits, through others, for its own parent), the parent does not wait
+  for that child: a change, listed in :attr:`BuiltPlan.changes`.
+* A cycle of the source's own dependencies is broken at a dependency on a task the source has
+  done (a done task holds nothing back, in either tracker): a change too. A cycle of pending
+  tasks alone is refused, naming where it is written: the tracker never makes them ready.
 * Steps are listed in dependency order, in the source's order (beads: its priorities) where
   the graph allows.
 """
@@ -18,7 +25,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ..plan.spec import ID_MAX
 from .graph import find_cycle, priority_order
@@ -34,14 +41,16 @@ class BuiltPlan:
     data: dict[str, Any]
     done: list[str]  # step ids the source records as done, in plan order
     warnings: list[str]
+    changes: list[str]  # what the import changed to read the source as a plan (the report)
 
 
 class _Graph:
     """The items by id, their parents and children, and their resolved dependencies."""
 
-    def __init__(self, doc: SourceDoc, warn: list[str]) -> None:
+    def __init__(self, doc: SourceDoc, warn: list[str], changes: list[str]) -> None:
         self.doc = doc
         self.warn = warn
+        self.changes = changes
         self.items = doc.items
         self.by_id = {it.step_id: it for it in doc.items}
         self.parent: dict[str, str] = {}
@@ -49,6 +58,7 @@ class _Graph:
         self.deps: dict[str, list[str]] = {}
         self.dep_at: dict[tuple[str, str], SourceDep | SourceItem] = {}
         self.inherited: dict[str, list[str]] = {}
+        self.unlinked: dict[str, set[str]] = {}  # parent -> children it does not wait for
 
     def gone(self, target: str) -> str:
         why = self.doc.skipped.get(target)
@@ -113,19 +123,45 @@ class _Graph:
         out: dict[str, list[str]] = {}
         for it in self.items:
             sid = it.step_id
-            e = self.deps[sid] + [c for c in self.children.get(sid, ()) if c not in self.deps[sid]]
+            off = self.unlinked.get(sid, ())
+            kids = [c for c in self.children.get(sid, ()) if c not in off]
+            e = self.deps[sid] + [c for c in kids if c not in self.deps[sid]]
             if inherited:
                 e += [d for d in self.inherited.get(sid, ()) if d not in e]
             out[sid] = e
         return out
 
-    def refuse_cycles(self) -> None:
+    def resolve_cycles(self) -> None:
+        """Break each cycle where the tracker's own readiness is not held by it, else refuse it
+        (module docstring): first a parent's wait for a child, then a dependency on a done
+        task. Each change is listed, with the way round the cycle."""
         ids = [it.step_id for it in self.items]
-        cycle = find_cycle(ids, self.edges(inherited=False))
-        if cycle is None:
-            return
+        while (cycle := find_cycle(ids, self.edges(inherited=False))) is not None:
+            pairs = list(zip(cycle, cycle[1:], strict=False))
+            parent_links = (
+                (a, b) for a, b in pairs if b in self.children.get(a, ()) and b not in self.deps[a]
+            )
+            done_links = ((a, b) for a, b in pairs if b in self.deps[a] and self.by_id[b].done)
+            link = next(parent_links, None)
+            if link is not None:
+                a, b = link
+                self.unlinked.setdefault(a, set()).add(b)
+                at, why = self.at(self.by_id[b]), self.doc.parent_rule
+                what = f"{a} does not wait for its child {b}"
+            elif (link := next(done_links, None)) is not None:
+                a, b = link
+                self.deps[a].remove(b)
+                at, why = self.at(self.dep_at[link]), "a done task holds nothing back"
+                what = f"{a} does not wait for {b} ({self.by_id[b].status})"
+            else:
+                self.refuse(cycle)
+            k = pairs.index(link)
+            path = [*cycle[k + 1 :], *cycle[1 : k + 1]]  # b -> ... -> a
+            self.changes.append(f"{at}: {what}, which waits for it ({' -> '.join(path)}): {why}")
+
+    def refuse(self, cycle: list[str]) -> NoReturn:
         a, b = cycle[0], cycle[1]
-        at = self.dep_at.get((a, b)) or self.by_id[b]  # else a parent's edge: the child's line
+        at = self.dep_at.get((a, b)) or self.by_id[b]
         hint = f" ({self.doc.cycle_hint})" if self.doc.cycle_hint else ""
         raise source_error(
             self.doc.file,
@@ -180,7 +216,8 @@ def _check_done(g: _Graph) -> None:
     for it in g.items:
         if not it.done:
             continue
-        needed = g.deps[it.step_id] + g.children.get(it.step_id, [])
+        off = g.unlinked.get(it.step_id, ())
+        needed = g.deps[it.step_id] + [c for c in g.children.get(it.step_id, []) if c not in off]
         open_ = [d for d in needed if not g.by_id[d].done]
         if open_:
             named = ", ".join(f"{d} ({g.by_id[d].status})" for d in open_[:5])
@@ -199,10 +236,11 @@ def build_plan_data(doc: SourceDoc, *, plan_id: str, kind: str) -> BuiltPlan:
         left = f" ({len(doc.skipped)} left out: cancelled or deleted)" if doc.skipped else ""
         raise source_error(doc.file, "", f"nothing to import: no tasks{left}")
     warn = list(doc.warnings)
-    g = _Graph(doc, warn)
+    changes = list(doc.changes)
+    g = _Graph(doc, warn, changes)
     g.link_parents()
     g.resolve_deps()
-    g.refuse_cycles()
+    g.resolve_cycles()
     g.inherit()
     _check_done(g)
     edges = g.edges(inherited=True)
@@ -229,4 +267,4 @@ def build_plan_data(doc: SourceDoc, *, plan_id: str, kind: str) -> BuiltPlan:
         steps.append(step)
     data = {"plan_id": plan_id, "title": doc.title, "steps": steps}
     done = [sid for sid in order if g.by_id[sid].done]
-    return BuiltPlan(data=data, done=done, warnings=warn)
+    return BuiltPlan(data=data, done=done, warnings=warn, changes=changes)

@@ -1,5 +1,7 @@
 """The plan file an import writes: YAML with a header naming its source and the source's
-sha256, which is how a later import knows the file is its own (and nobody else's) to replace."""
+sha256, which is how a later import knows the file is its own (and nobody else's) to replace,
+then what the import changed to read the source (a repeated id renamed, a parent's wait for a
+child left out where it made a cycle), one comment line each."""
 
 from __future__ import annotations
 
@@ -37,6 +39,14 @@ def _one_line(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
+def _change_line(change: str, source: Path) -> str:
+    """A change as the plan file lists it: where in the source (the header names the file)."""
+    rest = change.removeprefix(f"{source}:").lstrip()
+    line, colon, tail = rest.partition(":")
+    at = f"line {line}:{tail}" if colon and line.isdigit() else rest
+    return _one_line(at if rest != change else change)
+
+
 def _shown_source(source: Path, out: Path) -> str:
     """The source as the header names it: relative to the plan file when it is near (in its
     folder, or one up), else absolute."""
@@ -49,11 +59,18 @@ def _shown_source(source: Path, out: Path) -> str:
 
 
 def plan_text(
-    data: dict[str, Any], *, fmt: str, source: Path, out: Path, sha256: str, detail: str
+    data: dict[str, Any],
+    *,
+    fmt: str,
+    source: Path,
+    out: Path,
+    sha256: str,
+    detail: str,
+    changes: list[str],
 ) -> str:
-    """The plan file's text: the header, then the plan (``sort_keys=False``: fields in the
-    order a person reads them). Raises :class:`~prefect_waymark.errors.PlanError` if the plan
-    is more than a plan file may hold."""
+    """The plan file's text: the header, the ``changes`` as comments, then the plan
+    (``sort_keys=False``: fields in the order a person reads them). Raises
+    :class:`~prefect_waymark.errors.PlanError` if the plan is more than a plan file may hold."""
     shown_source = _shown_source(source, out)
     header = (
         f"# Imported by `waymark import --from {fmt}` from {_one_line(shown_source)}"
@@ -62,6 +79,12 @@ def plan_text(
         "# Importing this same file again changes nothing; importing another one into this "
         "plan is refused.\n"
     )
+    if changes:
+        header += (
+            f"# Changed to read the source as a plan ({len(changes)}; the source file is left "
+            "as it is):\n"
+        )
+        header += "".join(f"# - {_change_line(c, source)}\n" for c in changes)
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     text = header + body
     size = len(text.encode("utf-8"))

@@ -84,6 +84,10 @@ class SourceDoc:
     plan_id_hint: str
     detail: str = ""  # e.g. "tag master", shown in the summary
     cycle_hint: str = ""  # the source tool's own way to find or fix a dependency cycle
+    # what the import changed to read the file (a repeated id renamed...): the import report
+    changes: list[str] = field(default_factory=list)
+    # why a parent need not wait for a child, in the tracker's own terms (a cycle's change)
+    parent_rule: str = "a parent waits for its children only where that makes no cycle"
 
 
 def source_error(file: str, path: str, message: str, line: int | None = None) -> PlanError:

@@ -5,6 +5,9 @@
 Ids: task ``115`` is step ``task-115``, its subtask ``1`` is ``task-115.1``. A task's
 dependency ``7`` names task 7 and ``"115.1"`` a subtask; a subtask's bare number names a sibling
 subtask of the same task (the way Task Master writes them), else the top-level task of that id.
+An id that repeats (a task's subtasks all written with one id happen) is kept by the first one,
+as Task Master's lookups find it; a later one gets the step id ``task-115.1-2`` (a change,
+reported).
 Only ``done`` / ``completed`` count as done; ``cancelled`` tasks (and their subtasks) are left out,
 ``deferred`` ones kept as pending steps.
 """
@@ -148,13 +151,15 @@ class _Reader:
         self.file = file
         self.prefix = prefix
         self.tasks = tasks
-        self.top: dict[str, int] = {}
-        self.subs: dict[str, dict[str, str]] = {}  # task key -> local key -> step id
-        self.seen_at: dict[str, str] = {}  # step id -> loc
+        self.top: set[str] = set()  # the tasks' keys
+        self.task_sid: list[str] = []  # the step id of tasks[i]
+        self.sub_sid: list[list[str]] = []  # the step id of tasks[i].subtasks[j]
+        self.local: list[dict[str, str]] = []  # tasks[i]'s subtask keys -> step id (the first)
         self.warnings: list[str] = []
+        self.changes: list[str] = []
         self.by_status: dict[str, list[str]] = {}
 
-    def claim(self, sid: str, loc: str, raw: int | str) -> None:
+    def check(self, sid: str, loc: str, raw: int | str) -> None:
         if not valid_id(sid):
             why = (
                 f"the step id it makes is longer than {ID_MAX} characters; expected a shorter id"
@@ -162,35 +167,65 @@ class _Reader:
                 else f"expected {_EXPECTED['id']}"
             )
             raise source_error(self.file, f"{loc}.id", f"{why}, got {shown(raw)}")
-        if sid in self.seen_at:
-            raise source_error(
-                self.file, f"{loc}.id", f"duplicate id {shown(raw)} (also {self.seen_at[sid]})"
-            )
-        self.seen_at[sid] = loc
 
     def index(self) -> None:
+        """Every task's and subtask's step id. An id that repeats is kept by the first
+        (Task Master finds a task or subtask by id with ``find``: the first one); a later one
+        gets the first free ``<step id>-2``, ``-3``... (the same file, the same ids)."""
+        natural: list[tuple[str, str, int | str]] = []  # (step id, loc, raw id), in file order
         for i, t in enumerate(self.tasks):
             k = _key(t.id)
             loc = f"{self.prefix}[{i}]"
-            self.claim(f"task-{k}", loc, t.id)
-            self.top[k] = i
+            natural.append((f"task-{k}", loc, t.id))
+            self.top.add(k)
+            for j, sub in enumerate(t.subtasks or []):
+                sub_sid = f"task-{k}.{_sub_local(k, sub.id)}"
+                natural.append((sub_sid, f"{loc}.subtasks[{j}]", sub.id))
+        for sid, loc, raw in natural:
+            self.check(sid, loc, raw)
+        taken = {sid for sid, _, _ in natural}
+        first: dict[str, str] = {}
+        unique = iter(self.renamed(natural, taken, first))
+        for t in self.tasks:
+            k = _key(t.id)
+            self.task_sid.append(next(unique))
+            subs = [next(unique) for _ in t.subtasks or []]
+            self.sub_sid.append(subs)
             local: dict[str, str] = {}
-            for j, s in enumerate(t.subtasks or []):
-                sk = _sub_local(k, s.id)
-                sid = f"task-{k}.{sk}"
-                self.claim(sid, f"{loc}.subtasks[{j}]", s.id)
-                local[sk] = sid
-            self.subs[k] = local
+            for sub, sid in zip(t.subtasks or [], subs, strict=True):
+                local.setdefault(_sub_local(k, sub.id), sid)
+            self.local.append(local)
 
-    def dep_target(self, raw: int | str, parent: str | None, loc: str) -> str:
+    def renamed(
+        self, natural: list[tuple[str, str, int | str]], taken: set[str], first: dict[str, str]
+    ) -> list[str]:
+        out: list[str] = []
+        for sid, loc, raw in natural:
+            if sid not in first:
+                first[sid] = loc
+                out.append(sid)
+                continue
+            n = 2
+            while f"{sid}-{n}" in taken:
+                n += 1
+            new = f"{sid}-{n}"
+            taken.add(new)
+            out.append(new)
+            self.changes.append(
+                f"{self.file}: {loc}.id: {shown(raw)} repeats the id of {first[sid]}: this one is "
+                f"step {new} (a dependency on {sid} names {first[sid]}, as Task Master finds it)"
+            )
+        return out
+
+    def dep_target(self, raw: int | str, i: int | None, loc: str) -> str:
+        """The step a dependency names: of a task (``i`` None) or of a subtask of tasks[i]."""
         dk = _key(raw)
-        if parent is None:
+        if i is None or "." in dk:
             return f"task-{dk}"
-        if "." in dk:
-            return f"task-{dk}"
-        local = self.subs.get(parent, {})
+        local = self.local[i]
         if dk in local:
             return local[dk]
+        parent = _key(self.tasks[i].id)
         if dk in self.top:
             if dk != parent:
                 self.warnings.append(
@@ -210,17 +245,15 @@ class _Reader:
         items: list[SourceItem] = []
         skipped: dict[str, str] = {}
         for i, t in enumerate(self.tasks):
-            k = _key(t.id)
             loc = f"{self.prefix}[{i}]"
-            sid = f"task-{k}"
+            sid = self.task_sid[i]
             st = self.status(t.status, sid)
             if st in CANCELLED:
                 skipped[sid] = "cancelled"
-                for s in t.subtasks or []:
-                    skipped[self.subs[k][_sub_local(k, s.id)]] = f"in cancelled {sid}"
+                for ssid in self.sub_sid[i]:
+                    skipped[ssid] = f"in cancelled {sid}"
                 continue
-            for j, s in enumerate(t.subtasks or []):
-                ssid = self.subs[k][_sub_local(k, s.id)]
+            for j, (s, ssid) in enumerate(zip(t.subtasks or [], self.sub_sid[i], strict=True)):
                 sloc = f"{loc}.subtasks[{j}]"
                 sst = self.status(s.status, ssid)
                 if sst in CANCELLED:
@@ -230,7 +263,7 @@ class _Reader:
                 item.parent = sid
                 item.deps = [
                     SourceDep(
-                        self.dep_target(d, k, f"{sloc}.dependencies[{n}]"),
+                        self.dep_target(d, i, f"{sloc}.dependencies[{n}]"),
                         f"{sloc}.dependencies[{n}]",
                     )
                     for n, d in enumerate(s.dependencies or [])
@@ -304,9 +337,11 @@ def read_taskmaster(path: Path, file: str, text: str, *, tag: str | None) -> Sou
         items=items,
         skipped=skipped,
         warnings=reader.warnings + reader.status_warnings(),
+        changes=reader.changes,
         title=title,
         plan_id_hint=slug(hint, 100),
         detail=detail,
         cycle_hint="`task-master validate-dependencies` lists them, `task-master "
         "fix-dependencies` repairs them",
+        parent_rule="Task Master holds a task back for its `dependencies`, not for its subtasks",
     )
