@@ -155,9 +155,7 @@ def _wire_agent(folder: Path, agent: str, plan: Path | None, executor: str | Non
     for change in changes:
         print(f"{change.path}: {change.what}")
     if agent != "generic" and importlib.util.find_spec("mcp") is None:
-        print(
-            "  note: the waymark MCP server needs the SDK: pip install 'prefect-waymark[mcp]'"
-        )
+        print("  note: the waymark MCP server needs the SDK: pip install 'prefect-waymark[mcp]'")
     if agent == "generic":
         print(
             "  your harness's hooks: `waymark hook generic EVENT --json` (stdin: the event; "
