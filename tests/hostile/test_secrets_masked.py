@@ -135,3 +135,42 @@ def test_secrets_a_step_prints_and_the_ledger_password_are_stored_nowhere(
     # masked, not dropped: the output and the URL keep their shape
     assert "token=***" in rows and "https://deploy:***@git.example.com" in rows
     assert "postgres:***@" in seen["parameters"], seen["parameters"]
+
+
+def test_each_known_shape_is_masked_and_ordinary_text_is_kept() -> None:
+    from prefect_waymark._masking import mask
+
+    shapes = {
+        f"token={GITHUB}": "token=***",
+        f"key {AWS} in use": "key *** in use",
+        f"https://deploy:{URL_PASSWORD}@git.example.com/r": "https://deploy:***@git.example.com/r",
+        f"password={WORD_PASSWORD}": "password=***",
+        "api_key: 'abc123def456'": "api_key: '***'",
+        "xoxb-1234-5678-AbCdEfGh9 posted": "*** posted",
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sIgNaTuRe_x-1 ok": "jwt *** ok",
+        "sk_live_" + "a1" * 12: "***",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\nnext": (
+            "-----***\nnext"
+        ),
+    }
+    for text, shown in shapes.items():
+        assert mask(text) == shown, text
+    for kept in (
+        "sha256:" + "ab12" * 16,
+        "step a completed in 1.2 s; next start: b",
+        "postgresql+psycopg://postgres@127.0.0.1:5432/plans",
+    ):
+        assert mask(kept) is kept
+
+
+def test_a_remembered_secret_is_masked_in_its_encoded_forms_too() -> None:
+    import base64
+    from urllib.parse import quote
+
+    from prefect_waymark._masking import mask, remember_secret
+
+    value = "plain words/& value"  # no known shape
+    assert mask(f"got {value}") == f"got {value}"
+    remember_secret(value)
+    encoded = base64.b64encode(value.encode()).decode()
+    assert mask(f"got {value}; {quote(value, safe='')}; {encoded}") == "got ***; ***; ***"
