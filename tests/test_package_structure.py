@@ -179,6 +179,7 @@ def test_no_import_cycles() -> None:
 ROOMS = [
     "errors",  # the one error tree
     "_files",  # one atomic file write (imports only the error tree)
+    "_masking",  # secrets masked before anything is stored or sent (detect-secrets' rules)
     "models",  # the domain records
     "_lazy",  # the rooms' lazy exports (their ``__init__`` doors use it)
     "prefect_server",  # the local Prefect server waymark starts and finds, the API's address

@@ -5,8 +5,11 @@ Prefect sends a flow run's parameters through :meth:`~prefect.Flow.serialize_par
 call (~0.08 s of every ``waymark run`` here). :class:`JsonFlow` overrides that one public method:
 values made of JSON's own types go as they are, a run's checked options as their record
 (:meth:`~prefect_waymark.run.options.RunOptions.record`: never the plan again, never the
-ledger URL), anything else through Prefect's. It is created, named, tagged and run as any
-``@flow``; :func:`waymark_flow` names and tags ``run_plan``'s runs.
+ledger URL), anything else through Prefect's; then secrets masked (``_masking``): Prefect keeps a
+flow run's parameters and its API and UI show them, so a ``ledger_url`` with a password goes as
+``scheme://user:***@host/db`` (the run itself uses the URL its checked options hold). It is
+created, named, tagged and run as any ``@flow``; :func:`waymark_flow` names and tags
+``run_plan``'s runs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from prefect import Flow
 from prefect.utilities.annotations import quote
 
+from .._masking import mask_data
 from ..run.options import RunOptions
 
 if TYPE_CHECKING:
@@ -69,16 +73,18 @@ class JsonFlow(Flow[P, R]):
         self, parameters: dict[str, Any | PrefectFuture[Any] | State]
     ) -> dict[str, Any]:
         """Prefect's :meth:`~prefect.Flow.serialize_parameters`, with the values made of
-        JSON's own types passed as they are (copies); anything else goes through Prefect's."""
+        JSON's own types passed as they are (copies); anything else goes through Prefect's.
+        Secrets in either are masked."""
         copies = {k: _plain(v) for k, v in parameters.items()}
         plain = {k: v for k, v in copies.items() if v is not _NOT_JSON}
         if len(plain) == len(parameters):
-            return plain
+            return dict(mask_data(plain))
         rest = super().serialize_parameters({k: parameters[k] for k in parameters.keys() - plain})
         # In the parameters' order; a key Prefect leaves out (a method's ``self``) stays out.
-        return {
+        both = {
             k: plain[k] if k in plain else rest[k] for k in parameters if k in plain or k in rest
         }
+        return dict(mask_data(both))
 
 
 def json_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:

@@ -38,7 +38,6 @@ from ..ledger.identity import flow_executor
 from ..ledger.progress_view import PlanView, build_view
 from ..ledger.run_hashes import run_hash_fields
 from ..ledger.step_state import StepState
-from ..ledger.urls import has_password
 from ..markers import marker_history
 from ..markers.artifacts import run_observers
 from ..markers.concurrent_sends import RunSends
@@ -434,10 +433,7 @@ def run_subplan(ctx: StepContext) -> dict[str, Any]:
 def _subflow(subplan_of: dict[str, Any], **parameters: Any) -> Any:
     """``run_plan`` as a sub-plan's subflow, called in the ``plan:`` step's task run; returns
     its final state. The sub-plan's options are checked here, in the step's process, and handed
-    to the subflow with them the ledger URL: a URL that holds a password is left out of the
-    parameters the subflow run shows (Prefect keeps a flow run's parameters; its API and UI
-    show them)."""
+    to the subflow with them the ledger URL (the parameters the subflow run shows have its
+    password masked: flows/json_flow.py)."""
     options = check_run(**parameters, subplan_of=subplan_of)
-    if has_password(options.ledger_url):
-        parameters["ledger_url"] = None
     return run_plan(**parameters, options=options.as_parameter(), return_state=True)

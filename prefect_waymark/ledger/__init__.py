@@ -99,9 +99,15 @@ def open_ledger(url: str, *, create: bool = True) -> Ledger:
 
     A malformed URL, or one whose ledger keeps no record (in-memory SQLite, a server URL without
     a database), raises :class:`~prefect_waymark.errors.LedgerUrlError` before anything opens.
+    The URL's password is masked in everything this process stores or sends from now on.
     """
     check_ledger_url(url)
+    from sqlalchemy.engine import make_url
+
+    from .._masking import remember_secret
     from .sql_ledger import SqlLedger
+
+    remember_secret(make_url(url).password)
 
     return SqlLedger(url, create=create)
 

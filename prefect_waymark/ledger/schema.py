@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .._masking import mask_data
 from ..errors import LedgerDamaged, LedgerVersionError
 from .event_kinds import EventKind
 
@@ -91,7 +92,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def event_values(ev: ProgressEvent) -> dict[str, Any]:
-    """The row of a new event (``seq`` is the database's to give); ``kind`` as its plain name."""
+    """The row of a new event (``seq`` is the database's to give); ``kind`` as its plain name.
+
+    Every event is stored through here, so here its data is masked (``_masking``): a secret a
+    step printed, an error quoted or an executor wrote in a reason is stored as ``***``."""
     return {
         "plan_id": ev.plan_id,
         "step_id": ev.step_id,
@@ -99,7 +103,7 @@ def event_values(ev: ProgressEvent) -> dict[str, Any]:
         "kind": (kind if type(kind := ev.kind) is EventKind else EventKind(kind)).value,
         "run_id": ev.run_id,
         "at": ev.at.isoformat(),
-        "data": _DATA_JSON(ev.data),
+        "data": _DATA_JSON(mask_data(ev.data)),
     }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from .._masking import remember_secret, secret_forms
 from ..errors import ResolverError
 
 if TYPE_CHECKING:
@@ -136,18 +137,11 @@ class ResolveContext:
 
     def remember_secret(self, value: str) -> None:
         """Scrub ``value`` from this context's errors and versions, and its encoded forms too
-        (percent-encoded, base64, JSON-escaped); a resolver adds what it derives (basic auth)."""
-        import base64
-        from urllib.parse import quote, quote_plus
-
-        forms = {
-            value,
-            quote(value, safe=""),
-            quote_plus(value),
-            base64.b64encode(value.encode()).decode(),
-            json.dumps(value)[1:-1],
-        }
-        self.secrets_used.update(f for f in forms if len(f) >= 3)
+        (percent-encoded, base64, JSON-escaped); a resolver adds what it derives (basic auth).
+        The process masks it from now on too (``_masking``): in a step's output, a log line,
+        the ledger."""
+        self.secrets_used.update(secret_forms(value))
+        remember_secret(value)
 
     def scrub(self, text: str) -> str:
         """``text`` with every secret this context used replaced by ``***`` (longest first)."""

@@ -5,7 +5,8 @@ non-zero, a run that ends because a step failed or because the ledger cannot be 
 traceback points into waymark's own code and says nothing the one-line error does not; the
 step's output tail is logged separately; a full disk is its one line too. These filters drop
 the traceback for those exception types only — a ``call:`` step's own exception keeps its
-traceback.
+traceback. A last filter masks secrets (``_masking``) in every record of those loggers — the
+line and its traceback — before a handler sends it to the terminal, a file or Prefect's API.
 """
 
 from __future__ import annotations
@@ -49,6 +50,24 @@ class _VisibleControls(logging.Filter):
         return True
 
 
+class _MaskSecrets(logging.Filter):
+    """A log line (a step's output, a ``print`` in a ``call:`` step, an error quoting a URL)
+    and its traceback with secrets masked: Prefect's API keeps them and its UI shows them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from .._masking import mask
+
+        message = record.getMessage()
+        masked = mask(message)
+        if masked is not message:
+            record.msg, record.args = masked, None
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = mask(record.exc_text)
+        return True
+
+
 def install_log_filters() -> None:
     """Install the filters on Prefect's task-run and flow-run loggers (once per process)."""
     from ..errors import LedgerUnavailable, ShellStepError, StepError
@@ -60,4 +79,5 @@ def install_log_filters() -> None:
         if name not in _INSTALLED:
             logging.getLogger(name).addFilter(_DropExpectedTracebacks(types))
             logging.getLogger(name).addFilter(_VisibleControls())
+            logging.getLogger(name).addFilter(_MaskSecrets())
             _INSTALLED.add(name)

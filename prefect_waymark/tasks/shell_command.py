@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._masking import mask
 from .output_capture import OutputCapture
 
 __all__ = ["CommandResult", "run_command"]
@@ -35,7 +36,8 @@ _DRAIN_AFTER_KILL_SECONDS = 5.0  # output still in the pipes after a kill; then 
 @dataclass(frozen=True)
 class CommandResult:
     """How a command ended; ``stdout``/``stderr`` are the last bytes of each stream (at least
-    :data:`~.output_capture.STREAM_TAIL_BYTES`), the whole output is in ``log_path``."""
+    :data:`~.output_capture.STREAM_TAIL_BYTES`) with secrets masked (``_masking``: what every
+    tail, error and log line is cut from), the whole output is in ``log_path``."""
 
     returncode: int | None  # None: timed out (the process tree was killed)
     stdout: str
@@ -177,8 +179,8 @@ def run_command(
         capture.close()
     return CommandResult(
         proc.returncode if finished else None,
-        capture.text("stdout"),
-        capture.text("stderr"),
+        mask(capture.text("stdout")),
+        mask(capture.text("stderr")),
         stdout_bytes=capture.total("stdout"),
         stderr_bytes=capture.total("stderr"),
         log_path=log_path,
