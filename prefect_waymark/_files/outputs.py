@@ -145,7 +145,7 @@ def open_output(resolved: ResolvedOutput) -> Iterator[BinaryIO]:
     shown = f"output {resolved.declared!r}: {resolved.real}"
     try:
         fd = os.open(resolved.real, flags)
-    except FileNotFoundError:
+    except FileNotFoundError:  # removed since it was resolved: the caller's "absent"
         raise
     except OSError as exc:  # ELOOP: a link put in its place
         raise OutputRefused(
