@@ -28,6 +28,7 @@ WaymarkError
 ├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
 ├── UnwritablePathError       a folder a run will write cannot be created or written (checked first)
 ├── NotARegularFile           a path waymark would replace is a device, FIFO, link (an OSError)
+├── OutputRefused             a declared output is not the workdir's own file (exit 2; a ValueError)
 ├── ResultsUnavailable        completed steps' results or outputs cannot be reached here (exit 2)
 ├── MarkerFileError           a marker or view file is not waymark's, or is corrupt
 ├── ExportFileError           an audit export a restore reads is not one (names the line)
@@ -74,6 +75,7 @@ __all__ = [
     "LedgerVersionError",
     "MarkerFileError",
     "NotARegularFile",
+    "OutputRefused",
     "NeedsReview",
     "OutcomeUnknownError",
     "PinUnavailable",
@@ -363,6 +365,25 @@ class NotARegularFile(WaymarkError, OSError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.path, self.kind))
+
+
+class OutputRefused(WaymarkError, ValueError):
+    """A declared output (a step's ``outputs:``, ``waymark done --output``) is not a file of the
+    workdir that waymark may read, hash, store or restore: a symbolic link (or a path) that
+    leaves the workdir while the plan does not allow outside paths, a FIFO, a socket or a device
+    (refused before it is opened, so never a hang), a directory, a link loop, or a file that
+    was swapped while it was read. Bad input (exit 2); nothing was recorded or stored.
+    ``declared`` is the path as the plan names it, ``path`` where it leads, ``kind`` one of
+    ``outside``, ``special``, ``directory``, ``loop``, ``changed``, ``missing``."""
+
+    def __init__(self, declared: str, path: str, kind: str, message: str) -> None:
+        self.declared = declared
+        self.path = path
+        self.kind = kind
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.declared, self.path, self.kind, str(self)))
 
 
 class MarkerFileError(WaymarkError):

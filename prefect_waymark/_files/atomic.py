@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from ..errors import NotARegularFile
 
-__all__ = ["atomic_file", "atomic_write", "check_replaceable", "file_mode"]
+__all__ = ["atomic_file", "atomic_write", "check_replaceable", "file_kind", "file_mode"]
 
 _KINDS = (
     (stat.S_ISLNK, "a symbolic link"),
@@ -35,6 +35,15 @@ _KINDS = (
 )
 
 
+def file_kind(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is, in words (``"a FIFO (named pipe)"``); None for a
+    regular file. Not followed: a link's own mode says "a symbolic link"."""
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "a special file"
+
+
 def check_replaceable(path: Path) -> None:
     """Raise :class:`NotARegularFile` unless ``path`` is absent or a regular file this process
     may write. A link is refused, not followed: replacing it would cut it, and writing through
@@ -43,11 +52,9 @@ def check_replaceable(path: Path) -> None:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
-    for test, kind in _KINDS:
-        if test(mode):
-            raise NotARegularFile(str(path), kind)
-    if not stat.S_ISREG(mode):
-        raise NotARegularFile(str(path), "a special file")
+    kind = file_kind(mode)
+    if kind is not None:
+        raise NotARegularFile(str(path), kind)
     if not mode & 0o222 or not os.access(path, os.W_OK):  # root may write any: the bits say
         raise NotARegularFile(str(path), "a read-only file")
 

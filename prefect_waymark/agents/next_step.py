@@ -132,7 +132,7 @@ def _step_doc(
                 "kind": plan.step(dep).kind,
                 "executor": ds.executor if ds else None,
                 "outputs": [
-                    _output(workdir, p, h, ds.workdir if ds else None)
+                    _output(workdir, p, h, ds.workdir if ds else None, plan.allow_outside_workdir)
                     for p, h in (ds.outputs if ds else {}).items()
                 ],
                 "evidence": dict(ds.evidence) if ds else {},
@@ -201,11 +201,18 @@ def _receipts(plan: PlanSpec, ledger: Ledger, step: StepSpec) -> list[dict[str, 
     return out
 
 
-def _output(workdir: Path, rel: str, sha: str, made_in: str | None) -> dict[str, Any]:
-    """An upstream output: is it here (this workdir, same content), and where it was made."""
-    from ..guards.output_hashes import hash_outputs
+def _output(
+    workdir: Path, rel: str, sha: str, made_in: str | None, allow_outside: bool
+) -> dict[str, Any]:
+    """An upstream output: is it here (this workdir, same content), and where it was made. One
+    that is refused here (a link out of the workdir, a FIFO) is not here."""
+    from ..errors import OutputRefused
+    from ..guards.output_hashes import hash_output
 
-    here = hash_outputs(workdir, [rel])[rel] == sha
+    try:
+        here = hash_output(workdir, rel, allow_outside=allow_outside) == sha
+    except OutputRefused:
+        here = False
     return {
         "path": rel,
         "sha256": sha,

@@ -7,7 +7,10 @@ executor in another folder, or a flow run there, finds them (``results/outputs.p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..results.outputs import Kept
 
 __all__ = ["keep_outputs", "restore_upstream"]
 
@@ -20,10 +23,13 @@ def _store(results: str) -> Any:
     return access.outputs
 
 
-def keep_outputs(results: str, workdir: Path, hashes: dict[str, str]) -> list[str]:
-    """Store the outputs (path -> sha256); return the paths stored."""
-    stored: list[str] = _store(results).put(workdir, hashes)
-    return stored
+def keep_outputs(
+    results: str, workdir: Path, hashes: dict[str, str], *, allow_outside: bool = False
+) -> Kept:
+    """Store the outputs (path -> sha256); an output outside the workdir is never stored
+    (``Kept.not_kept`` says so)."""
+    kept: Kept = _store(results).put(workdir, hashes, allow_outside=allow_outside)
+    return kept
 
 
 def restore_upstream(results: str, workdir: Path, step_doc: dict[str, Any]) -> list[str]:

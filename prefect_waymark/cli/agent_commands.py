@@ -505,7 +505,14 @@ def done_answer(
         if storage:
             from ..agents.outputs import keep_outputs
 
-            data["kept"] = _checkin(lambda: keep_outputs(storage, wd, data["outputs"]))
+            kept = _checkin(
+                lambda: keep_outputs(
+                    storage, wd, data["outputs"], allow_outside=spec.allow_outside_workdir
+                ),
+            )
+            data["kept"] = kept.stored
+            if kept.not_kept:
+                data["not_kept"] = kept.not_kept
         missing = [i for i in _acceptance_ids(spec, step) if i not in (data.get("evidence") or {})]
         from ..agents.flow_suspend import resume_waiting_runs
 
@@ -515,6 +522,7 @@ def done_answer(
     if missing:
         line += f" (no evidence for {', '.join(missing)})"
     line += "".join(f"\n{spec.plan_id}: {r}" for r in data["resumed"])
+    line += "".join(f"\noutput {p}: {why}" for p, why in (data.get("not_kept") or {}).items())
     return Answer({"ok": True, "step": step, "executor": who, **data, "no_evidence": missing},
                   line)  # fmt: skip
 

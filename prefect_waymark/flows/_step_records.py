@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect.client.schemas.objects import State
 
-from ..errors import LedgerError, LedgerUnavailable, NeedsReview
+from ..errors import LedgerError, LedgerUnavailable, NeedsReview, OutputRefused
 from ..guards.base import Guards, Verdict
 from ..guards.observers import RunObserver
 from ..guards.output_hashes import ABSENT, hash_outputs
@@ -211,7 +211,13 @@ class StepRecords:
             else:
                 value = returned[2]
             tail = value.get("stdout") if isinstance(value, dict) and spec.run else None
-            hashed = hash_outputs(self.rt.workdir, spec.outputs)
+            try:
+                hashed = hash_outputs(
+                    self.rt.workdir, spec.outputs, allow_outside=self.plan.allow_outside_workdir
+                )
+            except OutputRefused as refused:  # a link out of the workdir, a FIFO, a folder
+                self._failed(sid, f"{type(refused).__name__}: {refused}", None, out, failed_here)
+                return
             if not self._record_end(
                 sid,
                 EventKind.step_completed,
@@ -246,6 +252,13 @@ class StepRecords:
         error = (
             f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
         )
+        self._failed(sid, error, getattr(exc, "output_tail", None), out, failed_here)
+
+    def _failed(
+        self, sid: str, error: str, tail: str | None, out: LoopOutcome, failed_here: set[str]
+    ) -> None:
+        """Record that ``sid`` failed in this run with ``error``."""
+        spec = self.specs[sid]
         if not self._record_end(
             sid,
             EventKind.step_failed,
@@ -256,7 +269,7 @@ class StepRecords:
                 branch=spec.branch,
                 run_id=self.rt.run_id,
                 error=error,
-                output_tail=getattr(exc, "output_tail", None),
+                output_tail=tail,
             ),
         ):
             return
@@ -276,9 +289,12 @@ class StepRecords:
         if store is None or not hashes:
             return
         try:
-            store.put(self.rt.workdir, hashes)
+            kept = store.put(self.rt.workdir, hashes, allow_outside=self.plan.allow_outside_workdir)
         except Exception as exc:  # noqa: BLE001 - the step is complete; its copy is a convenience
             self.log.warning("step %s: outputs not kept in the result storage: %s", sid, exc)
+            return
+        for rel, why in kept.not_kept.items():
+            self.log.warning("step %s: output %s not kept in the result storage: %s", sid, rel, why)
 
     def _record_end(self, sid: str, kind: EventKind, record: Callable[[], object]) -> bool:
         """Record how a step of this run ended (``record``, of ``kind``); False if this run no

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import OutputRefused
 from ._anchor import run_logger
 from .base import GuardBase, GuardContext, Verdict
-from .output_hashes import ABSENT, hash_outputs
+from .output_hashes import ABSENT, hash_output
 
 if TYPE_CHECKING:
     from ..results.outputs import OutputStore
@@ -36,7 +37,7 @@ class OutputsGuard(GuardBase):
             if st is None or st.status != "completed" or not st.outputs or st.skipped:
                 continue
             watched = [p for p in st.outputs if p not in step.mutable_outputs]
-            current = hash_outputs(ctx.workdir, watched)
+            current, refused = self._hashes(ctx, watched)
             changed = {p: h for p, h in current.items() if h != st.outputs[p]}
             if self.store is not None:
                 # Missing here, or an older version that was stored too (another folder made the
@@ -51,8 +52,11 @@ class OutputsGuard(GuardBase):
                             step.id,
                             st.outputs[rel][:12],
                         )
+            changed.update({p: f"refused: {why}" for p, why in refused.items()})
             if changed:
-                names = ", ".join(sorted(changed))
+                names = ", ".join(
+                    f"{p} ({refused[p]})" if p in refused else p for p in sorted(changed)
+                )
                 missing = sorted(p for p, h in changed.items() if h == ABSENT)
                 if self.store is not None and missing:
                     why = self.store.unreachable or "not there, or another content"
@@ -73,3 +77,18 @@ class OutputsGuard(GuardBase):
                     )
                 )
         return verdicts
+
+    @staticmethod
+    def _hashes(ctx: GuardContext, paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """The outputs' hashes now, and those refused (path -> why): a link leaving the workdir,
+        a FIFO or a folder put where an output was is a change, never read."""
+        hashed: dict[str, str] = {}
+        refused: dict[str, str] = {}
+        for rel in paths:
+            try:
+                hashed[rel] = hash_output(
+                    ctx.workdir, rel, allow_outside=ctx.plan.allow_outside_workdir
+                )
+            except OutputRefused as exc:
+                refused[rel] = str(exc)
+        return hashed, refused

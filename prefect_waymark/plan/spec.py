@@ -232,8 +232,9 @@ class PlanSpec(BaseModel):
     allow_outside_workdir: bool = Field(
         default=False,
         strict=True,
-        description="Allow step outputs outside the workdir (absolute paths, '..'); refused "
-        "otherwise.",
+        description="Allow step outputs outside the workdir (absolute paths, '..', symbolic "
+        "links that lead out); refused otherwise. Such an output is hashed where it is, never "
+        "copied into the result storage.",
     )
 
     # Where the plan came from; not part of the file.

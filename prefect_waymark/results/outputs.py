@@ -10,16 +10,39 @@ hash checked before the file is put in place, instead of stopping for review; so
 whose copy is an older version that was stored too (the step was made again in another folder
 since). An output that is present and different from every stored version is a person's edit:
 that stays a review stop.
+
+Only the workdir's own files are kept and restored (:mod:`prefect_waymark._files.outputs`): an
+output outside the workdir (``allow_outside_workdir: true``) is hashed where it is but never
+copied into the shared storage — :class:`Kept` names it and the run log and ``waymark done``
+say so — and a restore never writes through a symbolic link or onto a FIFO, a device or a folder.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OutputStore", "output_key"]
+from .._files.outputs import open_output, resolve_output
+from ..errors import OutputRefused
+
+__all__ = ["Kept", "OutputStore", "output_key"]
+
+#: Why an output outside the workdir was not kept, as the run log and ``waymark done`` say it.
+OUTSIDE = (
+    "outside the workdir (allow_outside_workdir): hashed where it is, never copied into the "
+    "shared result storage"
+)
+
+
+@dataclass
+class Kept:
+    """What :meth:`OutputStore.put` did: the outputs stored, and those left out (path -> why)."""
+
+    stored: list[str] = field(default_factory=list)
+    not_kept: dict[str, str] = field(default_factory=dict)
 
 
 def output_key(sha256: str) -> str:
@@ -46,20 +69,28 @@ class OutputStore:
         #: Set when reading the storage failed for another reason than a missing entry.
         self.unreachable: str | None = None
 
-    def put(self, workdir: Path, outputs: dict[str, str]) -> list[str]:
-        """Store each output (relative path -> recorded sha256); return the paths stored. A
-        file that changed since it was hashed is not stored under the old hash."""
-        stored: list[str] = []
+    def put(self, workdir: Path, outputs: dict[str, str], *, allow_outside: bool = False) -> Kept:
+        """Store each output (relative path -> recorded sha256). A file that changed since it
+        was hashed is not stored under the old hash; one outside the workdir (the plan allows
+        outside paths) is never stored, and :attr:`Kept.not_kept` says why."""
+        kept = Kept()
         for rel, sha in sorted(outputs.items()):
             try:
-                data = (workdir / rel).read_bytes()
-            except OSError:
+                resolved = resolve_output(workdir, rel, allow_outside=allow_outside)
+                if not resolved.inside:
+                    kept.not_kept[rel] = OUTSIDE
+                    continue
+                if not resolved.exists:
+                    continue
+                with open_output(resolved) as fh:
+                    data = fh.read()
+            except (OSError, OutputRefused):
                 continue
             if hashlib.sha256(data).hexdigest() != sha:
                 continue
             _call(self.storage, "write_path", output_key(sha), data)
-            stored.append(rel)
-        return stored
+            kept.stored.append(rel)
+        return kept
 
     def holds(self, sha: str) -> bool:
         """Whether an output of this content was stored: a version waymark recorded once (an
@@ -85,24 +116,25 @@ class OutputStore:
         """Write ``rel`` from storage if its content there hashes to ``sha``; True if done.
 
         Never writes outside the workdir (a ``..`` path, an absolute one, a symlinked folder),
-        never raises for a file-system problem; after the storage failed once (unreachable),
-        later outputs of the run are not tried again: each is then a stop for review."""
+        never through a symbolic link nor onto a FIFO, a device or a folder, never raises for a
+        file-system problem; after the storage failed once (unreachable), later outputs of the
+        run are not tried again: each is then a stop for review."""
         if self.unreachable is not None:
             return False
-        base = workdir.resolve()
-        target = workdir / rel
         try:
-            resolved = target.parent.resolve() / target.name
-            resolved.relative_to(base)
-        except (OSError, ValueError):
-            return False  # outside the workdir: not restored, the run stops for review
+            resolved = resolve_output(workdir, rel)
+        except OutputRefused:
+            return False  # outside the workdir, or not a file: not restored, a review stop
+        if not resolved.inside or resolved.path.is_symlink():
+            return False  # a link there: never written through, never cut
+        target = resolved.path.parent.resolve() / resolved.path.name
         data = self._read(sha)
         if data is None:
             return False
         from .._files.atomic import atomic_write
 
         try:
-            atomic_write(resolved, data)
+            atomic_write(target, data)
         except OSError:
             return False
         return True

@@ -17,7 +17,7 @@ def _stored(tmp_path: Path, content: bytes) -> tuple[OutputStore, str]:
     work.mkdir(exist_ok=True)
     (work / "a.txt").write_bytes(content)
     sha = hashlib.sha256(content).hexdigest()
-    assert store.put(work, {"a.txt": sha}) == ["a.txt"]
+    assert store.put(work, {"a.txt": sha}).stored == ["a.txt"]
     assert (tmp_path / "storage" / output_key(sha)).read_bytes() == content
     return store, sha
 
@@ -44,7 +44,7 @@ def test_restore_checks_the_hash_and_stays_inside_the_workdir(tmp_path: Path) ->
 def test_a_changed_file_is_not_stored_under_its_old_hash(tmp_path: Path) -> None:
     store = OutputStore(LocalFileSystem(basepath=str(tmp_path / "storage")))
     (tmp_path / "a.txt").write_bytes(b"new")
-    assert store.put(tmp_path, {"a.txt": hashlib.sha256(b"old").hexdigest()}) == []
+    assert store.put(tmp_path, {"a.txt": hashlib.sha256(b"old").hexdigest()}).stored == []
 
 
 def test_an_unreachable_storage_is_tried_once_and_named(tmp_path: Path) -> None:
