@@ -20,9 +20,10 @@ import typer
 
 from ..errors import LedgerError, WaymarkError
 from ..ledger.identity import default_executor
+from ..models import EVIDENCE, REASON
 from ..run import exit_codes
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
-from .options import LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt
+from .options import EvidenceFileOpt, LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt, bounded
 
 __all__ = ["block", "done", "fail_command", "next_command", "start", "tick"]
 
@@ -385,8 +386,14 @@ def done(
     ] = None,
     evidence: Annotated[
         list[str] | None,
-        typer.Option("--evidence", help='"ITEM: text" for an acceptance item (A1, ...).'),
+        typer.Option(
+            "--evidence",
+            help=f'"ITEM: text" for an acceptance item (A1, ...); at most {EVIDENCE.chars:,} '
+            "characters (longer: --evidence-file).",
+            callback=bounded(EVIDENCE, "--evidence"),
+        ),
     ] = None,
+    evidence_file: EvidenceFileOpt = None,
     receipt: Annotated[
         list[str] | None,
         typer.Option("--receipt", help="KEY=VALUE of an action step's receipt (external_id=)."),
@@ -401,6 +408,9 @@ def done(
     from ..agents.checkin_done import DoneInput, done_step
     from ..text.commands import waymark_command
 
+    if evidence and evidence_file:
+        fail("--evidence and --evidence-file: give the evidence one way or the other")
+    evidence = evidence or evidence_file  # --evidence-file: the files' texts (options.py)
     spec, wd = _plan(plan, workdir, ledger, results)
     storage = _storage(spec, results)
     led = _ledger(spec, wd, ledger, as_json, (step, executor))
@@ -435,7 +445,14 @@ def _acceptance_ids(spec: Any, step: str) -> list[str]:
 def fail_command(
     plan: PlanArg,
     step: StepArg,
-    reason: Annotated[str, typer.Option("--reason", help="What went wrong.")],
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            help=f"What went wrong (at most {REASON.chars:,} characters).",
+            callback=bounded(REASON, "--reason"),
+        ),
+    ],
     executor: AgentOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
@@ -458,7 +475,14 @@ def block(
     plan: PlanArg,
     step: StepArg,
     on: Annotated[str | None, typer.Option("--on", help="The step it waits behind.")] = None,
-    reason: Annotated[str, typer.Option("--reason", help="Why it cannot go on.")] = "",
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            help=f"Why it cannot go on (at most {REASON.chars:,} characters).",
+            callback=bounded(REASON, "--reason"),
+        ),
+    ] = "",
     executor: AgentOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
