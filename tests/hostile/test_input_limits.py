@@ -72,7 +72,7 @@ def _events(folder: Path, *kinds: EventKind) -> list[Any]:
         return list(led.events("limits", kinds=list(kinds) or None))
 
 
-# -- the plan file ----------------------------------------------------------------------------------
+# -- the plan file ---------------------------------------------------------------------------------
 
 
 def test_a_3_mb_title_is_refused_by_validate_and_run_before_anything_is_recorded(
@@ -273,7 +273,7 @@ def test_restore_refuses_values_past_the_limits_and_writes_nothing(
         assert proc.returncode == 0, proc.stderr
 
 
-# -- lists of step ids ------------------------------------------------------------------------------
+# -- lists of step ids -----------------------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("prefect_server")
