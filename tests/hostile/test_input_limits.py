@@ -222,6 +222,7 @@ def export_lines(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def _restore(tmp_path: Path, lines: list[dict[str, Any]]) -> tuple[Path, Any]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     export = tmp_path / "crafted.jsonl"
     export.write_text("".join(json.dumps(doc) + "\n" for doc in lines))
     target = tmp_path / "restored" / "ledger.db"
