@@ -16,7 +16,7 @@ from .errors import *  # noqa: F403 - every error, as errors.__all__ names them
 if TYPE_CHECKING:
     from .flows.run_plan import run_plan
     from .ledger.events import EventKind, ProgressEvent
-    from .models import ActionReceipt, ContractItem, GoalContract, StepStatus
+    from .models import ActionReceipt, ContractItem, GoalContract, StepStatus, TextLimit
     from .plan.builder import Plan
     from .plan.loader import load_plan, validate_plan_data
     from .plan.spec import PlanSpec, StepSpec
@@ -35,6 +35,7 @@ __all__ = [
     "StepContext",
     "StepSpec",
     "StepStatus",
+    "TextLimit",
     "load_plan",
     "run_plan",
     "validate_plan_data",
@@ -51,6 +52,7 @@ _LAZY = {
     "ContractItem": ".models",
     "GoalContract": ".models",
     "StepStatus": ".models",
+    "TextLimit": ".models",
     "EventKind": ".ledger.events",
     "ProgressEvent": ".ledger.events",
     "Plan": ".plan.builder",

@@ -280,7 +280,9 @@ class _RunOutcome(Protocol):
     error; named structurally so that errors.py imports nothing of the package."""
 
     plan_id: str
-    failed_steps: list[str]
+
+    @property
+    def failed_list(self) -> str: ...  # the failed steps on one line, capped
 
 
 class PlanRunFailed(StepError):
@@ -289,9 +291,7 @@ class PlanRunFailed(StepError):
 
     def __init__(self, summary: _RunOutcome) -> None:
         self.summary = summary
-        super().__init__(
-            f"plan {summary.plan_id}: step(s) failed: {', '.join(summary.failed_steps)}"
-        )
+        super().__init__(f"plan {summary.plan_id}: step(s) failed: {summary.failed_list}")
 
 
 class NeedsReview(WaymarkError):

@@ -5,20 +5,29 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 __all__ = [
+    "EVIDENCE",
     "FORBIDDEN_PREFIX",
+    "OBJECTIVE",
+    "OUTPUT_TAIL",
+    "REASON",
+    "TEXT_LIMITS",
+    "TITLE",
     "ActionReceipt",
     "ContractItem",
     "ContractStatus",
     "GoalContract",
     "StepStatus",
+    "TextLimit",
     "contract_hash",
     "contract_items",
     "forbidden_rule",
@@ -48,6 +57,59 @@ class StepStatus(ValueEnum):
     needs_review = "needs_review"
     completed = "completed"
     failed = "failed"
+
+
+@dataclass(frozen=True)
+class TextLimit:
+    """A bound on a free text a plan file, a check-in or a restore records (docs: reference /
+    limits). Each limit is defined once, below, and checked by :meth:`problem` everywhere: the
+    plan loader (through the pydantic types :data:`Title`, :data:`Objective`), the check-in
+    options of the ``waymark`` commands and ``waymark restore``."""
+
+    what: str  # "a title"
+    chars: int
+    #: A kept tail: the ``…`` that starts one that was cut is not counted.
+    tail: bool = False
+
+    def problem(self, value: str) -> str | None:
+        """What is wrong with ``value`` (too long), or None."""
+        if len(value) <= self.chars or (self.tail and len(value.removeprefix("…")) <= self.chars):
+            return None
+        return (
+            f"expected {self.what} of at most {self.chars:,} characters, got "
+            f"{len(value):,} characters"
+        )
+
+    def check(self, value: str) -> str:
+        """``value`` if within the limit; else a pydantic error of type ``text_too_long``."""
+        why = self.problem(value)
+        if why is not None:
+            raise PydanticCustomError("text_too_long", why)
+        return value
+
+
+#: A plan's or a step's title: one line in views, lists and ``waymark status``.
+TITLE = TextLimit("a title", 200)
+#: A goal contract's objective: shown in views, logged at each re-anchoring.
+OBJECTIVE = TextLimit("an objective", 10_000)
+#: Why: a failure, a block, a review answer, a skip, a close, a receipt's note.
+REASON = TextLimit("a reason", 2_000)
+#: The evidence given for one acceptance item or exit condition (``--evidence``).
+EVIDENCE = TextLimit("evidence", 65_536)
+#: The end of a step's output kept in the ledger (the runner keeps this much).
+OUTPUT_TAIL = TextLimit("an output tail", 2_000, tail=True)
+
+#: Every text limit, by the field it bounds (docs: reference / limits).
+TEXT_LIMITS = {
+    "title": TITLE,
+    "objective": OBJECTIVE,
+    "reason": REASON,
+    "evidence": EVIDENCE,
+    "output_tail": OUTPUT_TAIL,
+}
+
+Title = Annotated[str, AfterValidator(TITLE.check)]
+Objective = Annotated[str, AfterValidator(OBJECTIVE.check)]
 
 
 def utcnow() -> datetime:
@@ -99,7 +161,9 @@ class GoalContract(BaseModel):
     status: ContractStatus = Field(
         default="accepted", description="accepted, superseded or revoked."
     )
-    objective: str = Field(description="What the plan must achieve.")
+    objective: Objective = Field(
+        description=f"What the plan must achieve (at most {OBJECTIVE.chars:,} characters)."
+    )
     acceptance: list[str | ContractItem] = Field(
         default_factory=list,
         description="Acceptance criteria: text (id A1, A2, … by position) or {id, text}.",

@@ -27,6 +27,7 @@ from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..review.gate import ReviewGate
 from ..text.commands import waymark_command
+from ..text.lists import capped_list
 from .anchor import reanchor
 from .identity import agent_run_id, item_ids
 
@@ -56,7 +57,7 @@ def checkin_step(plan: PlanSpec, step_id: str) -> StepSpec:
     try:
         step = plan.step(step_id)
     except KeyError:
-        known = ", ".join(s.id for s in plan.steps[:20])
+        known = capped_list([s.id for s in plan.steps])
         raise CheckinError(
             f"plan {plan.plan_id!r} has no step {step_id!r} (steps: {known})"
         ) from None

@@ -31,11 +31,14 @@ from pydantic import (
     Field,
     StrictInt,
     StrictStr,
+    TypeAdapter,
+    ValidationError,
 )
 
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.receipts import ReceiptRecord, ReceiptState
 from ..ledger.restored_refs import SEQ_MAX
+from ..models import EVIDENCE, OBJECTIVE, OUTPUT_TAIL, REASON, TextLimit
 from ..plan.spec import ID_MAX, ID_PATTERN
 
 __all__ = [
@@ -44,6 +47,8 @@ __all__ = [
     "EventLine",
     "HeaderLine",
     "ReceiptLine",
+    "StepId",
+    "data_problem",
     "event_line",
     "header_line",
     "receipt_line",
@@ -74,6 +79,62 @@ Time = Annotated[AwareDatetime, BeforeValidator(_text)]
 #: The same, kept as the text it was (the receipts table stores its times as text).
 TimeText = Annotated[StrictStr, AfterValidator(_aware)]
 Seq = Annotated[StrictInt, Field(ge=1, le=SEQ_MAX)]
+#: A step id (a branch, an action name) as the plan file holds it.
+StepId = Annotated[StrictStr, Field(pattern=ID_PATTERN, max_length=ID_MAX)]
+_STEP_IDS: TypeAdapter[list[str]] = TypeAdapter(list[StepId])
+
+#: Kinds whose ``reason`` a person gave (``--reason``: fail, block, skip, review, rerun, close);
+#: the reasons a run writes (a guard's stop, an interruption) are its own.
+_PERSONS_REASON = frozenset(
+    {
+        EventKind.step_blocked,
+        EventKind.step_skipped,
+        EventKind.step_rerun_requested,
+        EventKind.step_review_accepted,
+        EventKind.plan_aborted,
+        EventKind.plan_closed,
+    }
+)
+#: Payload fields holding step ids: a run's lists, an import's completed steps.
+_STEP_LISTS = ("executed_steps", "cached_steps", "failed_steps", "interrupted_steps", "completed")
+
+
+def _texts(kind: EventKind, data: dict[str, Any]) -> list[tuple[str, Any, TextLimit]]:
+    """(field path, value, its limit) of each text in ``data`` that has one."""
+    found: list[tuple[str, Any, TextLimit]] = [
+        ("output_tail", data.get("output_tail"), OUTPUT_TAIL)
+    ]
+    found.append(("note", data.get("note"), REASON))
+    if kind in _PERSONS_REASON:
+        found.append(("reason", data.get("reason"), REASON))
+    for key in (
+        ("evidence", "given", "acceptance") if kind == EventKind.plan_closed else ("evidence",)
+    ):
+        items = data.get(key)
+        if isinstance(items, dict):
+            found += [(f"{key}.{item}", text, EVIDENCE) for item, text in items.items()]
+    contract = data.get("contract")
+    if isinstance(contract, dict):
+        found.append(("contract.objective", contract.get("objective"), OBJECTIVE))
+    return found
+
+
+def data_problem(kind: EventKind, data: dict[str, Any]) -> str | None:
+    """What in an event's payload is past the limits the plan file, a check-in or a run holds it
+    to (a text too long, a step id outside the id pattern), as ``data.FIELD: what``; or None."""
+    for where, value, limit in _texts(kind, data):
+        if isinstance(value, str) and (why := limit.problem(value)) is not None:
+            return f"data.{where}: {why}"
+    for key in _STEP_LISTS:
+        if key not in data:
+            continue
+        try:
+            _STEP_IDS.validate_python(data[key])
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            at = "".join(f"[{p}]" for p in err["loc"])
+            return f"data.{key}{at}: {err['msg']} (a step id as the plan file holds it)"
+    return None
 
 
 class Counts(BaseModel):
@@ -109,8 +170,8 @@ class EventLine(BaseModel):
     type: Literal["event", "marker"]
     seq: Seq
     kind: EventKind
-    step_id: str | None = Field(max_length=200)
-    branch: str | None = Field(max_length=200)
+    step_id: StepId | None
+    branch: StepId | None
     run_id: str | None = Field(max_length=64)
     at: Time
     data: dict[str, Any]
@@ -136,8 +197,8 @@ class ReceiptLine(BaseModel):
 
     type: Literal["receipt"]
     key: str = Field(min_length=1, max_length=400)
-    step_id: str = Field(max_length=200)
-    action: str = Field(max_length=200)
+    step_id: StepId
+    action: StepId
     state: ReceiptState
     run_id: str = Field(max_length=64)
     token: str

@@ -1,11 +1,13 @@
 """``waymark restore``: a ledger rebuilt from an audit export.
 
 Every line is read and checked first (:func:`read_export`: the header's ``schema_version``, each
-line's type and fields within the ledger's column sizes, the order — header, events in rising
-``seq``, receipts —, the header's counts and kinds; empty lines only at the end): a bad line is an
-:class:`~prefect_waymark.errors.ExportFileError` naming its line and field, and nothing is
-written. Then :meth:`~prefect_waymark.ledger.plan_archive.PlanArchive.restore_plan` writes the
-events, receipts and projection in one transaction.
+line's type and fields within the ledger's column sizes and within the limits the plan file and
+the check-ins hold them to — step ids in the id pattern, an ``output_tail``, reasons and evidence
+no longer than a run or a check-in keeps (docs: reference / limits) —, the order — header, events
+in rising ``seq``, receipts —, the header's counts and kinds; empty lines only at the end): a bad
+line is an :class:`~prefect_waymark.errors.ExportFileError` naming its line and field, and
+nothing is written. Then :meth:`~prefect_waymark.ledger.plan_archive.PlanArchive.restore_plan`
+writes the events, receipts and projection in one transaction.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import ValidationError
 from ..errors import ExportFileError
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.receipts import ReceiptRecord, default_action_key
-from .records import SCHEMA_VERSION, EventLine, HeaderLine, ReceiptLine
+from .records import SCHEMA_VERSION, EventLine, HeaderLine, ReceiptLine, data_problem
 
 __all__ = ["ExportContents", "read_export"]
 
@@ -146,6 +148,8 @@ def _event_line(contents: ExportContents, doc: dict[str, Any], reading: _Reading
             f"type: {line.type!r} with kind {line.kind.value!r}: a marker line is "
             "exactly a marker_written event"
         )
+    if (why := data_problem(line.kind, line.data)) is not None:
+        return why
     reading.last_seq = line.seq
     event = line.to_event(contents.header.plan_id)
     if event.kind == EventKind.plan_renamed and isinstance(event.data.get("from_plan"), str):

@@ -26,9 +26,10 @@ import typer
 
 from ..errors import CommandRefused, LedgerError, WaymarkError
 from ..ledger.identity import default_executor
+from ..models import EVIDENCE, REASON
 from ..run import exit_codes
 from ._common import Answer, fail, load_or_exit, open_or_exit, workdir_for
-from .options import LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt
+from .options import EvidenceFileOpt, LedgerOpt, PlanArg, ResultsOpt, WorkdirOpt, bounded
 
 __all__ = [
     "block",
@@ -458,8 +459,14 @@ def done(
     ] = None,
     evidence: Annotated[
         list[str] | None,
-        typer.Option("--evidence", help='"ITEM: text" for an acceptance item (A1, ...).'),
+        typer.Option(
+            "--evidence",
+            help=f'"ITEM: text" for an acceptance item (A1, ...); at most {EVIDENCE.chars:,} '
+            "characters (longer: --evidence-file).",
+            callback=bounded(EVIDENCE, "--evidence"),
+        ),
     ] = None,
+    evidence_file: EvidenceFileOpt = None,
     receipt: Annotated[
         list[str] | None,
         typer.Option("--receipt", help="KEY=VALUE of an action step's receipt (external_id=)."),
@@ -471,6 +478,9 @@ def done(
 ) -> None:
     """Check in a step as done: outputs hashed, evidence per acceptance item, receipts. With
     --results the outputs are kept in the storage too (for executors in other folders)."""
+    if evidence and evidence_file:
+        fail("--evidence and --evidence-file: give the evidence one way or the other")
+    evidence = evidence or evidence_file  # --evidence-file: the files' texts (options.py)
     _say(
         as_json,
         lambda: done_answer(
@@ -536,7 +546,14 @@ def _acceptance_ids(spec: Any, step: str) -> list[str]:
 def fail_command(
     plan: PlanArg,
     step: StepArg,
-    reason: Annotated[str, typer.Option("--reason", help="What went wrong.")],
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            help=f"What went wrong (at most {REASON.chars:,} characters).",
+            callback=bounded(REASON, "--reason"),
+        ),
+    ],
     executor: AgentOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,
@@ -571,7 +588,14 @@ def block(
     plan: PlanArg,
     step: StepArg,
     on: Annotated[str | None, typer.Option("--on", help="The step it waits behind.")] = None,
-    reason: Annotated[str, typer.Option("--reason", help="Why it cannot go on.")] = "",
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            help=f"Why it cannot go on (at most {REASON.chars:,} characters).",
+            callback=bounded(REASON, "--reason"),
+        ),
+    ] = "",
     executor: AgentOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,

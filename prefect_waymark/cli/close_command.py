@@ -17,11 +17,12 @@ import typer
 
 from ..errors import CloseError, MarkerFileError, PlanClosedError
 from ..ledger.identity import default_executor
+from ..models import EVIDENCE, REASON
 from ..plan.spec import BlockRef
 from ..run import exit_codes
 from ..text.markdown import cell
 from ._common import Answer, check_not_renamed, fail, load_or_exit, open_or_exit, workdir_for
-from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, WorkdirOpt
+from .options import ByOpt, LedgerOpt, MarkersDirOpt, PlanArg, ReasonOpt, WorkdirOpt, bounded
 
 __all__ = ["close", "skip", "skip_answer"]
 
@@ -40,7 +41,13 @@ def skip(
     plan: PlanArg,
     step: Annotated[str, typer.Argument(help="The step to leave out.")],
     reason: Annotated[
-        str, typer.Option("--reason", help="Why it is left out (required; kept in the ledger).")
+        str,
+        typer.Option(
+            "--reason",
+            help=f"Why it is left out (required; kept in the ledger; at most {REASON.chars:,} "
+            "characters).",
+            callback=bounded(REASON, "--reason"),
+        ),
     ] = "",
     by: ByOpt = None,
     workdir: WorkdirOpt = None,
@@ -131,13 +138,14 @@ def close(
         typer.Option(
             "--evidence",
             help='"ID: text" for a contract exit condition (E1, …) or acceptance item (A1, …); '
-            "repeat it.",
+            f"repeat it (each at most {EVIDENCE.chars:,} characters).",
+            callback=bounded(EVIDENCE, "--evidence"),
         ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Close although things are unmet (needs --reason).")
     ] = False,
-    reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
+    reason: ReasonOpt = "",
     by: ByOpt = None,
     workdir: WorkdirOpt = None,
     ledger: LedgerOpt = None,

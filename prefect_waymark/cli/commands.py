@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..hooks.command import hook_app
-from ._common import fail, load_or_exit
+from ..models import REASON
+from ._common import (
+    fail,
+    load_or_exit,
+)
 from .agent_commands import block, done, fail_command, next_command, start, tick
 from .audit_command import export, replay, restore
 from .close_command import close, skip
@@ -31,6 +35,7 @@ from .options import (
     TaskRunnerOpt,
     UntilOpt,
     WorkdirOpt,
+    bounded,
 )
 from .plan_history import diff, rename_plan, rename_step, rerun
 
@@ -244,7 +249,14 @@ def receipt(
     external_id: Annotated[
         str | None, typer.Option("--external-id", help="The business system's id.")
     ] = None,
-    note: Annotated[str | None, typer.Option("--note", help="What you checked.")] = None,
+    note: Annotated[
+        str | None,
+        typer.Option(
+            "--note",
+            help=f"What you checked (at most {REASON.chars:,} characters).",
+            callback=bounded(REASON, "--note"),
+        ),
+    ] = None,
     by: ByOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:

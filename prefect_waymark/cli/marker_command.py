@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ledger.event_payloads import skip_counts
 from ..run import exit_codes
+from ..text.lists import capped_list
 from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
 
 if TYPE_CHECKING:
@@ -21,8 +22,8 @@ def _print_marker(m: dict[str, Any]) -> None:
     nxt = m["next_start"]
     print(f"{m['executed_at']}  {m['result']:<12} by {m['executor']}")
     print(f"  started from: {m.get('started_from') or 'the beginning'}")
-    print(f"  executed: {', '.join(m['executed_steps']) or 'none'}")
-    print(f"  skipped: {skip_counts(m)[0]}; failed: {', '.join(m['failed_steps']) or 'none'}")
+    print(f"  executed: {capped_list(m['executed_steps']) or 'none'}")
+    print(f"  skipped: {skip_counts(m)[0]}; failed: {capped_list(m['failed_steps']) or 'none'}")
     for o in m.get("outputs", []):
         print(f"  output: {o['path']} sha256 {o['sha256'][:16]}")
     for r in m.get("receipts", []):
@@ -62,8 +63,8 @@ def _from_prefect(spec: PlanSpec, wd: Path, ledger_url: str | None, as_json: boo
     print(f"  from Prefect: artifact {art['key']} (copy {latest['copy']['copy_id']})")
     print(f"  {art['description']}")
     print(f"  started from: {latest.get('started_from') or 'the beginning'}")
-    print(f"  executed: {', '.join(latest.get('executed_steps') or []) or 'none'}")
-    print(f"  failed: {', '.join(latest.get('failed_steps') or []) or 'none'}")
+    print(f"  executed: {capped_list(latest.get('executed_steps') or []) or 'none'}")
+    print(f"  failed: {capped_list(latest.get('failed_steps') or []) or 'none'}")
     print(f"  next start: {nxt.get('step') or 'none'} ({nxt.get('why')})")
     print(f"  flow run: {latest.get('flow_run_id') or '-'}")
     return exit_codes.OK

@@ -47,6 +47,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field, StringConstraints
 
 from ..errors import CommandRefused, LedgerDamaged
+from ..models import EVIDENCE, REASON
 from ..run import exit_codes
 from ._common import Answer, refusal_of
 from .agent_commands import (
@@ -250,7 +251,7 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
             list[str], Field(description="Files the step made (paths in the workdir).")
         ] = [],  # noqa: B006 - pydantic copies defaults
         evidence: Annotated[
-            dict[ItemId, str],
+            dict[ItemId, Annotated[str, StringConstraints(max_length=EVIDENCE.chars)]],
             Field(description='Evidence per acceptance item: {"A1": "text", ...}.'),
         ] = {},  # noqa: B006
         receipts: Annotated[
@@ -275,7 +276,7 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
     @server.tool(name="fail", description=_doc(fail_command))
     def fail_(
         step: StepIn,
-        reason: Annotated[str, Field(description="What went wrong.")],
+        reason: Annotated[str, Field(description="What went wrong.", max_length=REASON.chars)],
         plan: PlanIn = None,
         executor: ExecutorIn = None,
     ) -> CallToolResult:
@@ -289,7 +290,9 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
     def block_tool(
         step: StepIn,
         on: Annotated[str | None, Field(description="The step it waits behind.")] = None,
-        reason: Annotated[str, Field(description="Why it cannot go on.")] = "",
+        reason: Annotated[
+            str, Field(description="Why it cannot go on.", max_length=REASON.chars)
+        ] = "",
         plan: PlanIn = None,
         executor: ExecutorIn = None,
     ) -> CallToolResult:
@@ -302,7 +305,10 @@ def _checkin_tools(server: MCPServer[Any], calls: _Calls) -> None:  # noqa: C901
     @server.tool(description=_doc(_skip_doc()))
     def skip(
         step: StepIn,
-        reason: Annotated[str, Field(description="Why it is left out (kept in the ledger).")],
+        reason: Annotated[
+            str,
+            Field(description="Why it is left out (kept in the ledger).", max_length=REASON.chars),
+        ],
         plan: PlanIn = None,
         executor: ExecutorIn = None,
     ) -> CallToolResult:
@@ -345,7 +351,9 @@ def _review_tool(server: MCPServer[Any], calls: _Calls) -> None:
         step: Annotated[
             str | None, Field(description="Step to answer (default: the one in review).")
         ] = None,
-        reason: Annotated[str, Field(description="Why, for the record.")] = "",
+        reason: Annotated[
+            str, Field(description="Why, for the record.", max_length=REASON.chars)
+        ] = "",
         every: Annotated[
             bool, Field(description="accept or rerun: answer every step in review the same way.")
         ] = False,

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
+from ..models import EVIDENCE, REASON, TextLimit
+from ..run.exit_codes import BAD_INPUT
+
 __all__ = [
     "ByOpt",
+    "EvidenceFileOpt",
     "DaskAddressOpt",
     "ExecutorOpt",
     "LedgerOpt",
@@ -20,7 +26,68 @@ __all__ = [
     "TaskRunnerOpt",
     "UntilOpt",
     "WorkdirOpt",
+    "bounded",
+    "read_bounded",
 ]
+
+_V = TypeVar("_V")
+
+
+def _refuse(message: str) -> typer.Exit:
+    print(f"waymark: {message}", file=sys.stderr)
+    return typer.Exit(BAD_INPUT)
+
+
+def bounded(limit: TextLimit, option: str) -> Callable[[_V], _V]:
+    """A typer callback that holds an option's text (each text of a repeated option) to
+    ``limit``: a longer one is exit 2 naming the option and the limit, before anything is
+    read or recorded."""
+
+    def check(value: _V) -> _V:
+        texts = value if isinstance(value, list) else [value]
+        for text in texts:
+            if isinstance(text, str) and (why := limit.problem(text)) is not None:
+                raise _refuse(f"{option}: {why}")
+        return value
+
+    return check
+
+
+def read_bounded(where: str, limit: TextLimit, option: str) -> str:
+    """The text of the file at ``where`` (``-``: standard input) for ``option``, held to
+    ``limit``: never more than the limit's worth of bytes is read. A missing, unreadable,
+    non-UTF-8 or too long file is exit 2 naming it."""
+    cap = limit.chars * 4  # UTF-8: at most four bytes a character
+    name = "standard input" if where == "-" else where
+    try:
+        if where == "-":
+            raw = sys.stdin.buffer.read(cap + 1)
+        else:
+            with open(where, "rb") as fh:
+                raw = fh.read(cap + 1)
+    except OSError as exc:
+        raise _refuse(f"{option} {name}: cannot read it: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if len(raw) <= cap:
+            raise _refuse(f"{option} {name}: not UTF-8 text ({exc.reason})") from None
+        text = raw.decode("utf-8", "ignore")  # cut inside a character: too long anyway
+    if len(raw) > cap:
+        raise _refuse(
+            f"{option} {name}: expected {limit.what} of at most {limit.chars:,} characters, "
+            f"got more than {cap:,} bytes"
+        )
+    if (why := limit.problem(text)) is not None:
+        raise _refuse(f"{option} {name}: {why}")
+    return text
+
+
+def _read_evidence_files(value: list[str] | None) -> list[str] | None:
+    if value and value.count("-") > 1:
+        raise _refuse("--evidence-file: standard input ('-') can be read once")
+    return [read_bounded(v, EVIDENCE, "--evidence-file") for v in value or []] or None
+
 
 PlanArg = Annotated[Path, typer.Argument(help="Plan file (YAML or JSON).")]
 WorkdirOpt = Annotated[
@@ -34,7 +101,30 @@ LedgerOpt = Annotated[
         "$WAYMARK_LEDGER_URL, else sqlite:///<workdir>/.waymark/ledger.db).",
     ),
 ]
-ReasonOpt = Annotated[str, typer.Option("--reason", help="Why, for the record.")]
+
+
+def _at_most(limit: TextLimit) -> str:
+    """How an option's help states its bound."""
+    return f"at most {limit.chars:,} characters"
+
+
+ReasonOpt = Annotated[
+    str,
+    typer.Option(
+        "--reason",
+        help=f"Why, for the record ({_at_most(REASON)}).",
+        callback=bounded(REASON, "--reason"),
+    ),
+]
+EvidenceFileOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--evidence-file",
+        help="A file holding one 'ITEM: text' evidence, for evidence too long for an argument "
+        f"({_at_most(EVIDENCE)}); '-' reads standard input; repeat it. Not with --evidence.",
+        callback=_read_evidence_files,
+    ),
+]
 ByOpt = Annotated[str | None, typer.Option("--by", help="Who records it (default: user@host).")]
 
 MarkersDirOpt = Annotated[

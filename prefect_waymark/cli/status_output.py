@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ledger.progress_view import PlanView, stale_words
 from ..text.controls import visible
+from ..text.lists import capped_list
 from ..text.markdown import cell
 from .status_table import LARGE_TABLE_ROWS, fast_table
 
@@ -95,7 +96,7 @@ def print_table(view: PlanView, extra: dict[str, Any], console: Console | None =
             "`waymark run` will not run it (`waymark review --accept` or `--rerun` lifts it)"
         )
     if view.blocked:
-        console.print(visible("blocked: " + ", ".join(view.blocked)), markup=False)
+        console.print(visible("blocked: " + capped_list(view.blocked)), markup=False)
     for item in view.needs_review:
         said = f"{item['step']}: {item.get('reason')}"
         console.print(f"[magenta]needs review[/]: {escape(said)}")

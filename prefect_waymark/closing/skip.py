@@ -18,6 +18,7 @@ from ..ledger.event_writers import record_step_interrupted
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
+from ..text.lists import capped_list
 from .closed import check_not_closed
 
 __all__ = ["SkipOutcome", "skip_step"]
@@ -111,7 +112,7 @@ def skip_step(plan: PlanSpec, ledger: Ledger, step_id: str, reason: str, by: str
     try:
         step = plan.step(step_id)
     except KeyError:
-        known = ", ".join(s.id for s in plan.steps[:20])
+        known = capped_list([s.id for s in plan.steps])
         raise CloseError(
             f"{plan.source}: plan {plan.plan_id!r} has no step {step_id!r} (steps: {known})"
         ) from None

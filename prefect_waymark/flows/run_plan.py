@@ -67,6 +67,7 @@ from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fie
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
 from ..text.commands import waymark_command
+from ..text.lists import capped_list
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
 from .next_start import failed_reason, failed_start, next_reason, stale_reason, waiting_reason
 from .plan_loop import PlanLoop
@@ -364,7 +365,7 @@ def _run_steps(
                 "the flow run suspends up to %ss until %s checked in (`waymark done` resumes "
                 "it; its worker is free meanwhile)",
                 wait,
-                ", ".join(outcome.waiting),
+                capped_list(list(outcome.waiting)),
             )
     start = view.next_start  # a step in review, else the failed step to retry, else the next
     retry = failed_start(view, start)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..models import GoalContract, contract_hash, forbidden_rule
+from ..text.lists import capped_list
 from ._anchor import Anchor, run_logger
 from .base import GuardBase, GuardContext, Verdict
 from .conflicts import Conflict, load_accepted, verdict_for
@@ -103,7 +104,7 @@ class ReanchorGuard(GuardBase):
                     "%s; only completed steps read or write it (%s): recorded, nothing stops. "
                     "To run one again on the new version: `waymark rerun %s %s`",
                     c.message,
-                    ", ".join(steps),
+                    capped_list(steps),
                     self.plan.source,
                     steps[0],
                 )

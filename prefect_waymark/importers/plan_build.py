@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from ..models import TITLE
 from ..plan.spec import ID_MAX
 from .graph import find_cycle, priority_order
 from .source import SourceDep, SourceDoc, SourceItem, source_error, where
@@ -206,6 +207,18 @@ class _Graph:
                 raise AssertionError(f"unexpected cycle {cycle}")
 
 
+def _title(title: str, where: str, warn: list[str]) -> str:
+    """A source's title on one line, shortened (with a warning) to the plan file's limit."""
+    text = " ".join(title.split())
+    if TITLE.problem(text) is None:
+        return text
+    warn.append(
+        f"{where}: its title has {len(text):,} characters: shortened to {TITLE.chars} "
+        "(a plan's titles are one line)"
+    )
+    return text[: TITLE.chars - 1] + "…"
+
+
 def _instructions(it: SourceItem) -> str:
     text = it.instructions.strip() or it.title.strip()
     return text or f"Complete {it.step_id}."
@@ -253,7 +266,8 @@ def build_plan_data(doc: SourceDoc, *, plan_id: str, kind: str) -> BuiltPlan:
     steps: list[dict[str, Any]] = []
     for sid in order:
         it = g.by_id[sid]
-        step: dict[str, Any] = {"id": sid, "title": " ".join(it.title.split()), "kind": kind}
+        title = _title(it.title, f"{doc.file}: {sid}", warn)
+        step: dict[str, Any] = {"id": sid, "title": title, "kind": kind}
         milestone = it.milestone or (sid if sid in g.children else g.parent.get(sid))
         if milestone:
             step["milestone"] = milestone
@@ -265,6 +279,6 @@ def build_plan_data(doc: SourceDoc, *, plan_id: str, kind: str) -> BuiltPlan:
         if it.acceptance:
             step["acceptance"] = it.acceptance
         steps.append(step)
-    data = {"plan_id": plan_id, "title": doc.title, "steps": steps}
+    data = {"plan_id": plan_id, "title": _title(doc.title, doc.file, warn), "steps": steps}
     done = [sid for sid in order if g.by_id[sid].done]
     return BuiltPlan(data=data, done=done, warnings=warn, changes=changes)

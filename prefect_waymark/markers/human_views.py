@@ -7,6 +7,7 @@ from typing import Any
 from ..ledger.event_payloads import skip_counts
 from ..ledger.progress_view import PlanView
 from ..plan.spec import PlanSpec, StepSpec
+from ..text.lists import capped_list
 from ..text.markdown import cell
 from .generated_files import GENERATED_LINE
 from .marker_file import MARKER_FILE
@@ -104,13 +105,13 @@ def _run_section(steps: dict[str, StepSpec], marker: dict[str, Any], index: int)
         "",
         f"- executor: {marker['executor']}; flow run: {marker.get('flow_run_id') or '-'}",
         f"- started from: {marker.get('started_from') or 'the beginning'}",
-        f"- ran: {', '.join(marker['executed_steps']) or 'nothing'}",
+        f"- ran: {capped_list(marker['executed_steps']) or 'nothing'}",
         f"- skipped (done before): {skipped}",
     ]
     if left_out:
         lines.append(f"- left out (waymark skip): {left_out}")
     if marker["failed_steps"]:
-        lines.append(f"- failed: {', '.join(marker['failed_steps'])}")
+        lines.append(f"- failed: {capped_list(marker['failed_steps'])}")
     verified: list[str] = []
     outputs_by_step: dict[str, list[str]] = {}
     for o in marker.get("outputs", []):

@@ -119,6 +119,8 @@ def _model_problems(model: type[BaseModel], data: Any, prefix: _Loc) -> tuple[An
                 names = [f for f in owner.model_fields if f not in _NOT_IN_FILE]
                 msg = f"unknown field {shown(name)}{near(name, names)} (expected one of: "
                 msg += ", ".join(names) + ")"
+            elif err["type"] == "text_too_long":  # a TextLimit (models): the value not quoted
+                msg = err["msg"]
             elif err["type"] == "missing":
                 msg = "required field is missing"
             elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):

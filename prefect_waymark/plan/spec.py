@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..ledger.pin import LedgerPin
-from ..models import GoalContract
+from ..models import TITLE, GoalContract, Title
 from .results_pin import ResultsPin
 
 __all__ = ["ID_PATTERN", "BlockRef", "PlanSpec", "StateRefSpec", "StepSpec"]
@@ -73,7 +73,7 @@ class StepSpec(BaseModel):
         max_length=ID_MAX,
         description="Step id; letters, digits, '.', '_', '-'.",
     )
-    title: str = Field(default="", description="Human title.")
+    title: Title = Field(default="", description=f"Human title (at most {TITLE.chars} characters).")
     owner: str | None = Field(default=None, description="Who owns the step.")
     depends_on: list[str] = Field(default_factory=list, description="Step ids this step needs.")
     branch: str = Field(
@@ -208,7 +208,7 @@ class PlanSpec(BaseModel):
     plan_id: str = Field(
         pattern=ID_PATTERN, max_length=ID_MAX, description="Plan id; becomes keys and file names."
     )
-    title: str = Field(default="", description="Human title.")
+    title: Title = Field(default="", description=f"Human title (at most {TITLE.chars} characters).")
     contract: GoalContract | BlockRef | None = Field(default=None, description="Goal contract.")
     state_refs: list[StateRefSpec] | BlockRef = Field(
         default_factory=list, description="Authoritative state the plan depends on."

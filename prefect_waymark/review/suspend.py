@@ -29,6 +29,7 @@ from uuid import UUID
 from ..errors import ReviewError
 from ..ledger.event_writers import record_review_resumed, record_review_waiting
 from ..ledger.events import EventKind, ProgressEvent
+from ..text.lists import capped_list
 
 if TYPE_CHECKING:
     from .gate import ReviewGate
@@ -293,7 +294,7 @@ def take_up(gate: ReviewGate, suspension: Suspension) -> None:
     if suspension.waits_for_checkin:
         gate.log.info(
             "resumed: %s checked in; the run goes on from the ledger",
-            ", ".join(suspension.event.data.get("steps") or [step_id]),
+            capped_list(suspension.event.data.get("steps") or [step_id]),
         )
     elif suspension.answered:
         gate.log.info(

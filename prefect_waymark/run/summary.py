@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ..ledger.event_payloads import skip_counts
+from ..text.lists import capped_list
 from .exit_codes import INTERRUPTED, NEEDS_REVIEW, OK, STEP_FAILED, STOPPED
 
 if TYPE_CHECKING:
@@ -64,6 +65,11 @@ class RunSummary(BaseModel):
         return data
 
     @property
+    def failed_list(self) -> str:
+        """The failed steps on one line, capped (:mod:`~prefect_waymark.text.lists`)."""
+        return capped_list(self.failed_steps)
+
+    @property
     def exit_code(self) -> int:
         return _EXIT[self.result]
 
@@ -72,22 +78,22 @@ class RunSummary(BaseModel):
             f"plan {self.plan_id}: {self.result}",
             f"  started from: {self.started_from or 'the beginning'}",
             f"  steps run: {len(self.executed_steps)}"
-            + (f" ({', '.join(self.executed_steps)})" if self.executed_steps else ""),
+            + (f" ({capped_list(self.executed_steps)})" if self.executed_steps else ""),
         ]
         if self.cached_steps:
             lines.append(
                 f"  recovered from Prefect's cache (finished before a crash): "
-                f"{', '.join(self.cached_steps)}"
+                f"{capped_list(self.cached_steps)}"
             )
         lines.append(f"  skipped (done before): {self.skipped_count}")
         if self.left_out_count:
             lines.append(f"  left out (waymark skip): {self.left_out_count}")
         if self.interrupted_steps:
-            again = ", ".join(self.interrupted_steps)
+            again = capped_list(self.interrupted_steps)
             lines.append(f"  interrupted by a dead run, run again: {again}")
         lines.append(
             f"  failed: {len(self.failed_steps)}"
-            + (f" ({', '.join(self.failed_steps)})" if self.failed_steps else "")
+            + (f" ({self.failed_list})" if self.failed_steps else "")
         )
         for item in self.needs_review:
             lines.append(f"  needs review: {item['step']}: {item.get('reason')}")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ShellStepError, StepError
+from ..models import OUTPUT_TAIL
 from .output_capture import step_log_path
 from .shell_command import CommandResult, run_command
 from .step_context import StepContext
@@ -26,11 +27,12 @@ __all__ = [
     "tail",
 ]
 
-TAIL_CHARS = 2000
+TAIL_CHARS = OUTPUT_TAIL.chars  # the ledger keeps this much of a step's output
 FAILURE_LINES = 15  # lines of a failed command's output on its ERROR line
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    """The last ``limit`` characters of ``text``, after a ``…`` when it was cut."""
     return text if len(text) <= limit else "…" + text[-limit:]
 
 

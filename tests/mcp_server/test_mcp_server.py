@@ -221,6 +221,11 @@ def test_an_invalid_call_is_a_tool_error_and_the_server_goes_on(tmp_path: Path) 
             assert bad.is_error and "--executor" in _text(bad)
             bad = await s.call_tool("fail", {"step": "write", "reason": " "})
             assert bad.is_error and "--reason: say what went wrong" in _text(bad)
+            bad = await s.call_tool("fail", {"step": "write", "reason": "x" * 2_001})
+            assert bad.is_error and "2000" in _text(bad), _text(bad)  # the reason's limit
+            long = {"step": "write", "evidence": {"A1": "y" * 65_537}}
+            bad = await s.call_tool("done", long)
+            assert bad.is_error and "65536" in _text(bad), _text(bad)[:300]
             bad = await s.call_tool("status", {"plan": str(tmp_path / "missing.yaml")})
             assert bad.is_error and "(exit code 2: bad input)" in _text(bad)
             ok = await s.call_tool("start", {"step": "write"})
