@@ -15,7 +15,8 @@ its options) would be most of its cost. The ``waymark`` console script hands it 
 after ``hook`` before it loads typer and the other commands (:func:`prefect_waymark.cli.main`);
 the typer app's ``hook`` command (what ``waymark --help`` lists) forwards them to it unparsed;
 ``python -m prefect_waymark.hooks`` runs it. Arguments it cannot use are dropped and named in
-the one line on stderr (``arguments ignored: ...``); the options it reads stay.
+the one line on stderr (``arguments ignored: ...``); the options it reads stay. Importing this
+module loads none of the deciding (the CLI imports it for the help text): :func:`main` does.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .claude_code import answer
-from .decisions import Decision, decide
-from .payload import EVENTS, HookInput, event_name, parse_payload
-from .settings import resolve_settings
+from .payload import EVENTS, event_name
+
+if TYPE_CHECKING:
+    from .decisions import Decision
 
 __all__ = ["COMMANDS", "HELP", "HookArgs", "main", "parse_args"]
 
@@ -136,6 +138,10 @@ def _stdin() -> bytes:
 
 def _decide(got: HookArgs) -> Decision:
     """The decision for this call (what escapes is caught by :func:`_safe`)."""
+    from .decisions import Decision, decide
+    from .payload import HookInput, parse_payload
+    from .settings import resolve_settings
+
     notices: list[str] = []
     if got.ignored:
         notices.append(f"arguments ignored: {' '.join(got.ignored)[:200]}")
@@ -170,6 +176,8 @@ def _decide(got: HookArgs) -> Decision:
 
 
 def _safe(got: HookArgs) -> Decision:
+    from .decisions import Decision
+
     try:
         return _decide(got)
     except Exception as exc:  # noqa: BLE001 - a hook never breaks the agent's session
@@ -178,6 +186,8 @@ def _safe(got: HookArgs) -> Decision:
 
 def _out(got: HookArgs, d: Decision) -> str:
     if got.command == "claude-code":
+        from .claude_code import answer
+
         try:
             return answer(d)
         except Exception as exc:  # noqa: BLE001 - never a traceback for the harness
