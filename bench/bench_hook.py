@@ -103,6 +103,7 @@ def main() -> None:
             "hook_stop_seconds": med["waymark hook claude-code Stop"],
             "hook_pretooluse_cpu_seconds": cpu["waymark hook claude-code PreToolUse"],
             "bare_python_seconds": bare,
+            "bare_python_cpu_seconds": cpu["python -c pass"],
             "import_pydantic_seconds": med['python -c "import pydantic"'],
         }
         print(json.dumps({k: round(v, 4) for k, v in figures.items()}, sort_keys=True))
