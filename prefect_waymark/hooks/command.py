@@ -32,7 +32,7 @@ from .payload import EVENTS, event_name
 if TYPE_CHECKING:
     from .decisions import Decision
 
-__all__ = ["COMMANDS", "HELP", "HookArgs", "main", "parse_args"]
+__all__ = ["COMMANDS", "HELP", "HookArgs", "help_text", "main", "parse_args"]
 
 HELP = (
     "Answer an agent harness's hook events from the plan and its ledger (stdin: the event). "
@@ -108,22 +108,31 @@ def parse_args(args: Sequence[str]) -> HookArgs:
     return got
 
 
-def _help(which: str, prog: str) -> str:
+def help_text(which: str, prog: str = "waymark hook") -> str:
+    """``--help``'s text: ``group`` (the commands) or a command's (its options)."""
+    from textwrap import fill
+
+    def item(name: str, text: str, width: int) -> str:
+        indent = " " * (width + 4)
+        return fill(text, 88, initial_indent=f"  {name:<{width}}  ", subsequent_indent=indent)
+
     if which == "group":
         width = max(map(len, COMMANDS))
-        lines = [f"Usage: {prog} COMMAND [EVENT] [OPTIONS]", "", f"  {HELP}", "", "Commands:"]
-        lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+        lines = [f"Usage: {prog} COMMAND [EVENT] [OPTIONS]", "", fill(HELP, 88, initial_indent="  ",
+                 subsequent_indent="  "), "", "Commands:"]  # fmt: skip
+        lines += [item(name, text, width) for name, text in COMMANDS.items()]
         lines += ["", f"`{prog} COMMAND --help` lists a command's options."]
         return "\n".join(lines)
-    options = {**OPTIONS, **({"--json": _JSON_HELP} if which == "generic" else {})}
-    width = max(map(len, options)) + 6
-    lines = [f"Usage: {prog} {which} [EVENT] [OPTIONS]", "", f"  {COMMANDS[which]}", ""]
-    lines += ["Arguments:", f"  {'EVENT':<{width}}  The event: {', '.join(EVENTS)} (default: the "
-              "event's hook_event_name).", "", "Options:"]  # fmt: skip
-    for name, text in options.items():
-        shown = name if name == "--json" else f"{name} TEXT"
-        lines.append(f"  {shown:<{width}}  {text}")
-    lines.append(f"  {'--help':<{width}}  Show this message and exit.")
+    options = {f"{k} TEXT": v for k, v in OPTIONS.items()}
+    if which == "generic":
+        options["--json"] = _JSON_HELP
+    options["--help"] = "Show this message and exit."
+    width = max(map(len, options))
+    lines = [f"Usage: {prog} {which} [EVENT] [OPTIONS]", "",
+             fill(COMMANDS[which], 88, initial_indent="  ", subsequent_indent="  "), "",
+             "Arguments:", item("EVENT", f"The event: {', '.join(EVENTS)} (default: the event's "
+             "hook_event_name).", width), "", "Options:"]  # fmt: skip
+    lines += [item(name, text, width) for name, text in options.items()]
     return "\n".join(lines)
 
 
@@ -204,7 +213,7 @@ def main(args: Sequence[str] | None = None, prog: str = "waymark hook") -> int:
     exit code, always 0."""
     got = parse_args(sys.argv[1:] if args is None else args)
     if got.help is not None:
-        print(_help(got.help, prog))
+        print(help_text(got.help, prog))
         return 0
     d = _safe(got)
     out = _out(got, d)

@@ -164,3 +164,21 @@ def test_the_hooks_names_agree_with_the_check_ins() -> None:
     step = StepSpec(id="s", kind="agent", instructions="x", acceptance=["a", "b", "c"])
     assert item_ids(step.acceptance) == acceptance_ids(step)
     assert agent_run_id("claude") == checkin_run_id("claude")
+
+
+def test_the_hooks_parser_keeps_what_it_can_use_and_names_the_rest() -> None:
+    from prefect_waymark.hooks.command import parse_args
+
+    got = parse_args(["claude-code", "--bogus", "PreToolUse", "--every=3", "--plan", "p.yaml", "x"])
+    assert (got.command, got.event, got.options) == (
+        "claude-code",
+        "PreToolUse",
+        {"every": "3", "plan": "p.yaml"},
+    )
+    assert got.ignored == ["--bogus", "x"] and not got.as_json and got.help is None
+    got = parse_args(["--json", "Stop", "--executor"])  # no command name: generic
+    assert (got.command, got.event, got.as_json) == ("generic", "Stop", True)
+    assert got.ignored == ["--executor (no value)"]
+    assert parse_args(["claude-code", "--json"]).ignored == ["--json"]  # generic's option only
+    assert parse_args(["generic", "--", "-odd"]).event == "-odd"
+    assert parse_args([]).help == "group" and parse_args(["generic", "-h"]).help == "generic"
