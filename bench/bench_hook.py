@@ -9,10 +9,16 @@ and on ``python -m prefect_waymark.hooks``, against ``python -c pass`` and ``pyt
 pydantic"`` in the same run, interleaved (median of ``--runs``; wall and CPU of the child).
 There is no Prefect side: the hook path never imports Prefect (tests/hooks).
 
+``PreToolUse`` is measured twice: an allowed call (``pytest``, then a plain ``git push``: what
+almost every tool call is; one session, so its plan facts and accepted contract are kept, as in
+a session's second call onwards) and a denied one (``git push --force``: the deny's hint reads
+the plan's steps and the ledger).
+
 ``--json``: the last line of stdout is one JSON object: ``hook_pretooluse_seconds``,
-``hook_pretooluse_vs_bare_python`` (the console script's ``PreToolUse`` against ``python -c
-pass``), the ``-m`` form's and ``Stop``'s seconds, and the references'. The machine has 2 cores
-and is noisy: read the ratios, not the third digit.
+``hook_pretooluse_vs_bare_python`` (the console script's allowed ``PreToolUse`` against
+``python -c pass``; issue 34's goal, <= 4), the ``-m`` form's, the deny's and ``Stop``'s
+seconds, and the references'. The machine has 2 cores and is noisy: read the ratios, not the
+third digit.
 """
 
 from __future__ import annotations
@@ -34,7 +40,12 @@ from whole_process import timed_child  # noqa: E402 - beside this file
 from tests.hooks._helpers import EXECUTOR, env_for, make_plan, payload, waymark  # noqa: E402
 
 WAYMARK = str(Path(sys.executable).with_name("waymark"))
-EVENTS = {"PreToolUse": "pre_tool_use_bash_force_push.json", "Stop": "stop.json"}
+#: label -> (event, payload); the first is the goal's.
+CALLS = {
+    "PreToolUse": ("PreToolUse", "pre_tool_use_bash_allowed.json"),
+    "PreToolUse deny": ("PreToolUse", "pre_tool_use_bash_force_push.json"),
+    "Stop": ("Stop", "stop.json"),
+}
 
 
 def main() -> None:
@@ -54,12 +65,12 @@ def main() -> None:
             ("python -c pass", [py, "-c", "pass"], b""),
             ('python -c "import pydantic"', [py, "-c", "import pydantic"], b""),
         ]
-        for event, name in EVENTS.items():
+        for label, (event, name) in CALLS.items():
             stdin = json.dumps(payload(name, work)).encode()
             script = [WAYMARK, "hook", "claude-code", event]
             module = [py, "-m", "prefect_waymark.hooks", "claude-code", event]
-            rows.append((f"waymark hook claude-code {event}", script, stdin))
-            rows.append((f"python -m prefect_waymark.hooks claude-code {event}", module, stdin))
+            rows.append((f"waymark hook claude-code {label}", script, stdin))
+            rows.append((f"python -m prefect_waymark.hooks claude-code {label}", module, stdin))
         for _, cmd, stdin in rows:  # warm the file cache, not counted
             timed_child(cmd, stdin=stdin, env=env)
         walls: dict[str, list[float]] = {label: [] for label, _, _ in rows}
@@ -77,7 +88,9 @@ def main() -> None:
         print(f"{label:<58}{med[label]:>8.3f}{cpu[label]:>8.3f}")
     bare = med["python -c pass"]
     pre = med["waymark hook claude-code PreToolUse"]
-    print(f"waymark hook PreToolUse / bare python start-up: {pre / bare:.1f}x")
+    deny = med["waymark hook claude-code PreToolUse deny"]
+    print(f"waymark hook PreToolUse / bare python start-up: {pre / bare:.1f}x allowed, "
+          f"{deny / bare:.1f}x denied")  # fmt: skip
     if args.json:
         figures = {
             "hook_pretooluse_seconds": pre,
@@ -85,9 +98,12 @@ def main() -> None:
             "hook_pretooluse_module_seconds": med[
                 "python -m prefect_waymark.hooks claude-code PreToolUse"
             ],
+            "hook_pretooluse_deny_seconds": deny,
+            "hook_pretooluse_deny_vs_bare_python": deny / bare,
             "hook_stop_seconds": med["waymark hook claude-code Stop"],
             "hook_pretooluse_cpu_seconds": cpu["waymark hook claude-code PreToolUse"],
             "bare_python_seconds": bare,
+            "bare_python_cpu_seconds": cpu["python -c pass"],
             "import_pydantic_seconds": med['python -c "import pydantic"'],
         }
         print(json.dumps({k: round(v, 4) for k, v in figures.items()}, sort_keys=True))

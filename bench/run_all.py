@@ -84,6 +84,7 @@ GOALS: tuple[Goal, ...] = (
     Goal("ledger", "sqlite_step_events_per_s", ">=", 2000, "SQLite step events a second", "2"),
     Goal("ledger", "status_json_seconds", "<=", 0.5, "`status --json`, 10,000 events, s", "2"),
     Goal("http_refs", "refs_concurrent_best_seconds", "<=", 0.3, "100 HTTP refs at 50 ms, s", "4"),
+    Goal("hook", "hook_pretooluse_vs_bare_python", "<=", 4, "hook PreToolUse / bare Python", "34"),
 )
 
 

@@ -1,7 +1,8 @@
 """mkdocs hook: reference pages generated from the code at every build.
 
 - ``<!-- waymark-cli -->``: every ``waymark`` command with its arguments and options, as typer's
-  own ``typer ... utils docs`` writes them (docs/reference/cli.md).
+  own ``typer ... utils docs`` writes them (docs/reference/cli.md); ``waymark hook``'s from its
+  own parser's ``--help``.
 - ``<!-- waymark-model: module:Class -->``: a table of a pydantic model's fields — name, type,
   default, constraints, description (the plan file's and the state ref kinds' pages).
 
@@ -30,6 +31,7 @@ def _cli_markdown() -> str:
     command = typer.main.get_command(app)
     ctx = click.Context(command, info_name="waymark")
     text: str = typer.cli.get_docs_for_click(obj=command, ctx=ctx, name="waymark", title="waymark")
+    text = text.replace("```console\n$ waymark hook [OPTIONS]\n```", _hook_help())
     lines = []
     in_code = False
     for line in text.splitlines():
@@ -39,6 +41,15 @@ def _cli_markdown() -> str:
             line = "#" + line  # one level below the page's title
         lines.append(line)
     return "\n".join(lines)
+
+
+def _hook_help() -> str:
+    """``waymark hook``'s own parser's help (typer only forwards to it: hooks/command.py)."""
+    from prefect_waymark.hooks.command import COMMANDS, help_text
+
+    blocks = [f"$ waymark hook --help\n{help_text('group')}"]
+    blocks += [f"$ waymark hook {c} --help\n{help_text(c)}" for c in COMMANDS]
+    return "\n\n".join(f"```console\n{b}\n```" for b in blocks)
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:

@@ -1,5 +1,7 @@
 """The ``waymark`` command line. Prefect is imported only by the commands that run plans; typer
-and the command modules load when ``app`` is first asked for."""
+and the command modules load when ``app`` is first asked for. ``waymark hook``, which an agent's
+harness runs before every tool call, goes to the hooks' own parser without them
+(:func:`prefect_waymark.hooks.command.main`; the app's ``hook`` command forwards to it too)."""
 
 from __future__ import annotations
 
@@ -25,11 +27,16 @@ def main() -> None:
     (``> /dev/full``) ends the command cleanly: quietly for a closed pipe, one line on stderr
     and exit 1 when output was lost — never a traceback."""
     from ..errors import LedgerDamaged
-    from .commands import app
 
     out = sys.stdout = _Stdout(sys.stdout, failures=[])
     try:
         try:
+            if sys.argv[1:2] == ["hook"]:  # before every tool call: without typer (hooks/command)
+                from ..hooks.command import main as hook_main
+
+                sys.exit(hook_main(sys.argv[2:]))
+            from .commands import app
+
             app()
         finally:  # a full disk is found here, not by the interpreter's own flush at exit
             sys.stdout.flush()

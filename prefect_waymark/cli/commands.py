@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..hooks.command import hook_app
+from ..hooks.command import HELP as HOOK_HELP
 from ..models import REASON
 from ._common import (
     fail,
@@ -403,7 +403,21 @@ server_app = typer.Typer(
     help="A local Prefect server that waymark runs reuse.", no_args_is_help=True
 )
 app.add_typer(server_app, name="server")
-app.add_typer(hook_app, name="hook")
+
+
+@app.command(
+    "hook",
+    help=f"{HOOK_HELP} Commands: `claude-code EVENT`, `generic [EVENT] --json`; `waymark hook "
+    "COMMAND --help` lists their options.",
+    add_help_option=False,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def hook(ctx: typer.Context) -> None:
+    """The hooks' own parser reads the arguments (:func:`prefect_waymark.hooks.command.main`;
+    the console script calls it without loading typer)."""
+    from ..hooks.command import main as hook_main
+
+    raise typer.Exit(hook_main(list(ctx.args)))
 
 
 @server_app.command("start")

@@ -15,9 +15,11 @@ the goal contract without having to remember to ask:
 
 :mod:`.decisions` decides (one :class:`~.decisions.Decision` per event, shared by both forms);
 :mod:`.claude_code` writes it in Claude Code's hooks protocol, the decision's own JSON is the
-harness-neutral form; :mod:`.command` is the ``waymark hook`` typer app (the CLI mounts it,
-``python -m prefect_waymark.hooks`` runs it). A hook never breaks the session: any failure is
-an answer without a decision and one line on stderr.
+harness-neutral form; :mod:`.command` is ``waymark hook``'s one parser, without typer (the
+console script calls it first, the CLI's ``hook`` command forwards to it, ``python -m
+prefect_waymark.hooks`` runs it); :mod:`.loaded` keeps the plan's facts that an allowed tool call
+needs, so that it imports neither pydantic nor SQLAlchemy. A hook never breaks the session: any
+failure is an answer without a decision and one line on stderr.
 """
 
 from __future__ import annotations

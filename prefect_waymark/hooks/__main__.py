@@ -3,7 +3,9 @@ harness that runs a Python module rather than the ``waymark`` script."""
 
 from __future__ import annotations
 
-from .command import hook_app
+import sys
+
+from .command import main
 
 if __name__ == "__main__":
-    hook_app(prog_name="waymark hook")
+    sys.exit(main(sys.argv[1:], prog="waymark hook"))

@@ -17,11 +17,12 @@ hash per call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import LedgerNotFound
-from ..guards.conflicts import accepted_forbidden, current_contract, load_accepted
-from ..ledger import open_reader
-from ..models import GoalContract, contract_hash
+
+if TYPE_CHECKING:
+    from .loaded import LoadedPlan
 
 __all__ = ["Enforced", "enforced_forbidden"]
 
@@ -41,16 +42,22 @@ class Enforced:
 
 
 def enforced_forbidden(
-    contract: GoalContract, plan_id: str, ledger_url: str | None, remembered: str | None
+    plan: LoadedPlan, ledger_url: str | None, remembered: str | None
 ) -> Enforced:
-    """The list to enforce for ``contract`` (the plan file's, read now)."""
-    current = list(contract.forbidden)
-    digest = contract_hash(contract)
+    """The list to enforce for the plan file's inline contract (read now): from its
+    :class:`~.loaded.PlanFacts` while the session remembers its hash, else against the ledger
+    (the contract itself, and the ledger's readers, loaded only then)."""
+    current = list(plan.facts.forbidden)
+    digest = plan.facts.contract_hash
     if remembered == digest or ledger_url is None:
         return Enforced(current, digest if ledger_url is not None else None)
+    from ..guards.conflicts import accepted_forbidden, current_contract, load_accepted
+    from ..ledger import open_reader
+
+    contract = plan.contract()
     try:
         with open_reader(ledger_url) as r:
-            accepted = load_accepted(r, plan_id).contract
+            accepted = load_accepted(r, plan.plan_id).contract
     except LedgerNotFound:  # nothing accepted yet: the plan file's contract is the contract
         return Enforced(current, digest)
     except Exception:  # noqa: BLE001 - an unreadable ledger: this call checks the file's list

@@ -19,12 +19,10 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
-
-from pydantic import BaseModel, Field, ValidationError
-
-from ..models import utcnow
+from typing import IO, Any
 
 try:  # POSIX; elsewhere the counts are kept without a lock
     import fcntl
@@ -44,11 +42,16 @@ KEEP_DAYS = 30
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-class HookSession(BaseModel):
-    """What a session's hooks remember."""
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+@dataclass
+class HookSession:
+    """What a session's hooks remember (a plain dataclass: read and written on every call)."""
 
     session_id: str
-    started_at: str = Field(default_factory=lambda: utcnow().isoformat())
+    started_at: str = field(default_factory=_now)
     plan_id: str | None = None
     #: Prompts and tool calls since the last reminder (or the last SessionStart).
     since_reminder: int = 0
@@ -70,9 +73,33 @@ class HookSession(BaseModel):
     accepted_contract: str | None = None
     stop_blocks: int = 0
     #: The done-without-evidence gaps Stop told already ("step:A2,A3"): each is told once.
-    told: list[str] = Field(default_factory=list)
+    told: list[str] = field(default_factory=list)
     #: Why this state could not be kept (the file cannot be written); not saved.
-    unsaved: str | None = Field(default=None, exclude=True)
+    unsaved: str | None = None
+
+    @classmethod
+    def from_json(cls, doc: Any) -> HookSession:
+        """The state in a decoded file; raises ``ValueError`` for anything else (a field of
+        another type, no ``session_id``). Keys it does not know are left out."""
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
+        known: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "unsaved" or f.name not in doc:
+                continue
+            value = doc[f.name]
+            if not _KINDS[f.name](value):
+                raise ValueError(f"{f.name}: {type(value).__name__}")
+            known[f.name] = value
+        if "session_id" not in known:
+            raise ValueError("no session_id")
+        return cls(**known)
+
+    def to_json(self) -> str:
+        """The state as the file keeps it (without :attr:`unsaved`)."""
+        doc = asdict(self)
+        doc.pop("unsaved")
+        return json.dumps(doc, separators=(",", ":"))
 
     def count(self, event: str) -> bool:
         """Count one prompt or tool call of ``event``; True if it is one that counts."""
@@ -88,6 +115,36 @@ class HookSession(BaseModel):
             return False
         self.since_reminder += 1
         return True
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _text_or_none(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _texts_or_none(v: Any) -> bool:
+    return v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
+def _texts(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+#: What each saved field may hold; anything else makes the file a foreign one.
+_KINDS = {
+    "session_id": _text, "started_at": _text, "plan_id": _text_or_none,
+    "since_reminder": _count, "prompts": _count, "tool_calls": _count, "reminders": _count,
+    "tool_event": _text_or_none, "goal": _text_or_none, "forbidden": _texts_or_none,
+    "plan_forbidden": _texts_or_none, "accepted_contract": _text_or_none,
+    "stop_blocks": _count, "told": _texts,
+}  # fmt: skip
 
 
 def session_file(workdir: Path, session_id: str | None) -> Path:
@@ -107,10 +164,10 @@ def _read(f: IO[str], session_id: str) -> HookSession:
     raw = f.read()
     if raw.strip():
         try:
-            found = HookSession.model_validate(json.loads(raw))
+            found = HookSession.from_json(json.loads(raw))
             if found.session_id == session_id:
                 return found
-        except (ValueError, ValidationError):
+        except ValueError:
             pass  # a torn or foreign file: the session starts again
     return HookSession(session_id=session_id)
 
@@ -147,7 +204,7 @@ def updated_session(workdir: Path, session_id: str | None) -> Iterator[HookSessi
         try:
             f.seek(0)
             f.truncate()
-            f.write(state.model_dump_json())
+            f.write(state.to_json())
             f.flush()
         except OSError as exc:
             state.unsaved = f"{path}: {exc.strerror or exc}"

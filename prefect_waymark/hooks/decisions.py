@@ -5,6 +5,9 @@ configured, a plan with problems, no ledger yet, an unexpected error — is a de
 with the reason in :attr:`Decision.notices` (one line each, for stderr). ``PreToolUse``'s
 forbidden check needs the plan file only, so it works before the ledger exists; while the plan
 file is invalid it checks against the list recorded while it was valid (:mod:`.fallback`).
+An allowed tool call reads the plan's facts (:mod:`.loaded`) and the session's file and nothing
+else; what only a deny, a reminder, ``SessionStart`` or ``Stop`` needs (the plan's spec, the
+ledger, the models) is imported by the function that needs it.
 
 The generic form (:meth:`Decision.as_generic`, ``waymark hook generic --json``)::
 
@@ -27,12 +30,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..errors import HookNotRecorded, WaymarkError
-from ..ledger.events import EventKind
-from ..ledger.progress_view import build_view
-from ..models import GoalContract, StepStatus
 from .accepted import Enforced, enforced_forbidden
 from .counter import HookSession, prune_sessions, updated_session
-from .fallback import recorded_forbidden
 from .forbidden import forbidden_match
 from .loaded import InvalidPlan, LoadedPlan, agent_run_id, item_ids, load
 from .payload import EVENTS, HookInput
@@ -79,7 +78,7 @@ def decide(event: str | None, payload: HookInput, settings: HookSettings) -> Dec
         return d
     try:
         plan = load(settings, payload)
-        d.plan_id = plan.spec.plan_id
+        d.plan_id = plan.plan_id
         if event == "SessionStart":
             _session_start(plan, payload, d)
         elif event == "Stop":
@@ -111,6 +110,8 @@ def _invalid_plan(
 ) -> None:
     """PreToolUse with a plan file that has problems: the check against the forbidden list
     recorded while it was valid (:mod:`.fallback`), or none (said in the one notice)."""
+    from .fallback import recorded_forbidden
+
     try:
         kept = recorded_forbidden(exc.path, settings, payload)
     except HookNotRecorded as e:
@@ -139,14 +140,14 @@ def _session_start(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
 
     prune_sessions(plan.workdir)
     with updated_session(plan.workdir, payload.session_id) as s:  # the session starts now
-        s.plan_id = plan.spec.plan_id
+        s.plan_id = plan.plan_id
         s.since_reminder = 0
     _kept(s, d)
     try:
         led = open_ledger(plan.ledger_url, create=False)
     except LedgerNotFound:
-        d.context = no_ledger_context(plan.spec.plan_id, plan.path, plan.where(), d.executor)
-        d.notices.append(f"plan {plan.spec.plan_id!r}: no ledger yet at {plan.where()}")
+        d.context = no_ledger_context(plan.plan_id, plan.path, plan.where(), d.executor)
+        d.notices.append(f"plan {plan.plan_id!r}: no ledger yet at {plan.where()}")
         return
     from ..agents.next_step import next_document
 
@@ -168,36 +169,38 @@ def _kept(s: HookSession, d: Decision) -> None:
 def _forbidden(plan: LoadedPlan, s: HookSession) -> list[str]:
     """The contract's forbidden list without Prefect: the plan file's inline contract, else
     what SessionStart's re-anchor read, else the last re-anchor's recorded free-text entries."""
-    c = plan.spec.contract
+    c = plan.facts.contract
     if c is None:
         return []
-    if isinstance(c, GoalContract):
-        return list(c.forbidden)
+    if c == "goal":
+        return list(plan.facts.forbidden)
     if s.forbidden is not None:
         return s.forbidden
+    from ..ledger.event_kinds import EventKind
+
     try:
         with plan.reader() as r:
-            last = r.last_event(plan.spec.plan_id, [EventKind.reanchor])
+            last = r.last_event(plan.plan_id, [EventKind.reanchor])
     except Exception:  # noqa: BLE001 - no ledger (or an unreadable one): nothing recorded
         return []
     return [str(f) for f in (last.data.get("forbidden") or [])] if last else []
 
 
-def _enforced(plan: LoadedPlan, c: GoalContract, remembered: str | None) -> Enforced:
+def _enforced(plan: LoadedPlan, remembered: str | None) -> Enforced:
     """The plan file's contract as accepted (:mod:`.accepted`): an edit that waits for review
     does not drop an entry."""
     try:
         url: str | None = plan.ledger_url
     except WaymarkError:  # a ledger pinned in a Secret block: the file's list
         url = None
-    return enforced_forbidden(c, plan.spec.plan_id, url, remembered)
+    return enforced_forbidden(plan, url, remembered)
 
 
 def _goal(plan: LoadedPlan, s: HookSession) -> str | None:
-    c = plan.spec.contract
-    if isinstance(c, GoalContract):
-        return c.objective
-    return s.goal or (f"(the goal contract in block {c.block!r})" if c is not None else None)
+    f = plan.facts
+    if f.contract == "goal":
+        return f.objective
+    return s.goal or (f"(the goal contract in block {f.block!r})" if f.contract else None)
 
 
 def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
@@ -206,13 +209,13 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
     every = plan.settings.every
     s = HookSession(session_id=payload.session_id or "unknown-session")
     remind, count = False, 0
-    c = plan.spec.contract
+    c = plan.facts.contract
     enforced: Enforced | None = None
     try:
         with updated_session(plan.workdir, payload.session_id) as s:
-            s.plan_id = plan.spec.plan_id
-            if isinstance(c, GoalContract):  # the list enforced, kept for while it is invalid
-                enforced = _enforced(plan, c, s.accepted_contract)
+            s.plan_id = plan.plan_id
+            if c == "goal":  # the list enforced, kept for while it is invalid
+                enforced = _enforced(plan, s.accepted_contract)
                 s.accepted_contract = enforced.followed
                 s.plan_forbidden = enforced.forbidden
             else:
@@ -226,8 +229,8 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
         _kept(s, d)
     except Exception as exc:  # noqa: BLE001 - not counted, still checked
         d.notices.append(f"session state: {type(exc).__name__}: {exc}")
-    if enforced is None and isinstance(c, GoalContract):
-        enforced = _enforced(plan, c, None)
+    if enforced is None and c == "goal":
+        enforced = _enforced(plan, None)
     forbidden = enforced.forbidden if enforced is not None else _forbidden(plan, s)
     if enforced is not None and enforced.notice:
         d.notices.append(enforced.notice)
@@ -250,12 +253,14 @@ def _tool_or_prompt(event: str, plan: LoadedPlan, payload: HookInput, d: Decisio
 
 def _my_step(plan: LoadedPlan, d: Decision) -> str | None:
     """The executor's step in progress, if the ledger can tell (for the deny's hint)."""
+    from ..models import StepStatus
+
     if d.executor is None:
         return None
     mine = agent_run_id(d.executor)
     try:
         with plan.reader() as r:
-            states = r.step_states(plan.spec.plan_id)
+            states = r.step_states(plan.plan_id)
     except Exception:  # noqa: BLE001 - no ledger yet: no step in progress
         return None
     for sid in plan.spec.topological_order():
@@ -268,10 +273,13 @@ def _my_step(plan: LoadedPlan, d: Decision) -> str | None:
 def _reminder(
     plan: LoadedPlan, d: Decision, count: int, goal: str | None, forbidden: list[str]
 ) -> str:
+    from ..ledger.progress_view import build_view
+    from ..models import StepStatus
+
     step_doc: dict[str, Any] | None = None
     try:
         with plan.reader() as r:
-            states = r.step_states(plan.spec.plan_id)
+            states = r.step_states(plan.plan_id)
     except WaymarkError as exc:
         d.notices.append(str(exc))
         states = {}
@@ -293,7 +301,7 @@ def _reminder(
                             "acceptance": item_ids(spec.acceptance)}  # fmt: skip
                 break
     return reminder(
-        plan_id=plan.spec.plan_id, plan_path=plan.path, count=count, goal=goal,
+        plan_id=plan.plan_id, plan_path=plan.path, count=count, goal=goal,
         milestone=milestone, forbidden=forbidden, executor=d.executor, step=step_doc,
         standing=standing,
     )  # fmt: skip
@@ -318,13 +326,15 @@ def _stop(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
     if d.executor is None:
         d.notices.append("no valid executor: Stop checks nothing")
         return
+    from ..models import StepStatus
+
     with plan.reader() as r:
-        states = r.step_states(plan.spec.plan_id)
+        states = r.step_states(plan.plan_id)
     mine = agent_run_id(d.executor)
     open_steps: list[tuple[str, dict[str, str]]] = []
     done_missing: list[tuple[str, dict[str, str], list[str]]] = []
     with updated_session(plan.workdir, payload.session_id) as s:
-        s.plan_id = plan.spec.plan_id
+        s.plan_id = plan.plan_id
         for sid in plan.spec.topological_order():
             st = states.get(sid)
             if st is None:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field, fields
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 __all__ = ["EVENTS", "HookInput", "event_name", "parse_payload"]
 
@@ -25,10 +24,10 @@ _BY_KEY = {e.lower(): e for e in EVENTS}
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 
 
-class HookInput(BaseModel):
-    """One event, as far as the hook reads it."""
-
-    model_config = ConfigDict(extra="allow")
+@dataclass
+class HookInput:
+    """One event, as far as the hook reads it: a plain dataclass read by :meth:`from_json`
+    (the hook runs on every tool call; pydantic's import would be most of its cost)."""
 
     session_id: str | None = None
     transcript_path: str | None = None
@@ -42,30 +41,34 @@ class HookInput(BaseModel):
     tool_use_id: str | None = None
     stop_hook_active: bool = False
     agent_id: str | None = None
+    #: The fields the hook does not read, kept as given.
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    @field_validator(
-        "session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode", "source",
-        "prompt", "tool_name", "tool_use_id", "agent_id", mode="before",
-    )  # fmt: skip
     @classmethod
-    def _text_or_none(cls, v: Any) -> Any:
-        return v if isinstance(v, str) else None
-
-    @field_validator("tool_input", mode="before")
-    @classmethod
-    def _object_or_none(cls, v: Any) -> Any:
-        return v if isinstance(v, dict) else None
-
-    @field_validator("stop_hook_active", mode="before")
-    @classmethod
-    def _true_only(cls, v: Any) -> bool:
-        return v is True
+    def from_json(cls, data: dict[str, Any]) -> HookInput:
+        """The event in a JSON object: a text field that is not a string, a ``tool_input``
+        that is not an object and a ``stop_hook_active`` that is not ``true`` count as absent."""
+        known: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "tool_input":
+                known[key] = value if isinstance(value, dict) else None
+            elif key == "stop_hook_active":
+                known[key] = value is True
+            elif key in _TEXT:
+                known[key] = value if isinstance(value, str) else None
+            else:
+                extra[key] = value
+        return cls(**known, extra=extra)
 
     @property
     def command(self) -> str | None:
         """The shell command of a tool call whose input has one (Bash, PowerShell, ...)."""
         cmd = (self.tool_input or {}).get("command")
         return cmd if isinstance(cmd, str) else None
+
+
+_TEXT = frozenset(f.name for f in fields(HookInput)) - {"tool_input", "stop_hook_active", "extra"}
 
 
 def parse_payload(raw: bytes | str) -> HookInput:
@@ -82,10 +85,7 @@ def parse_payload(raw: bytes | str) -> HookInput:
         raise ValueError(f"stdin is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ValueError(f"stdin is JSON but not an object (a {type(data).__name__})")
-    try:
-        return HookInput.model_validate(data)
-    except ValidationError as exc:  # pragma: no cover - every field is lenient
-        raise ValueError(f"stdin is not an event: {exc.errors()[0]['msg']}") from None
+    return HookInput.from_json(data)
 
 
 def event_name(given: str | None) -> str | None:

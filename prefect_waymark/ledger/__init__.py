@@ -4,7 +4,8 @@
 read-only commands open one through :func:`open_reader`.
 
 Importing this package loads neither pydantic nor SQLAlchemy: the ledger's models, readers and
-writers load on first use of their name, SQLAlchemy when a ledger is opened.
+writers (and :class:`EventKind`, whose enum base lives with the models) load on first use of
+their name, SQLAlchemy when a ledger is opened. The hooks import it on every call.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from urllib.parse import quote
 
 from .._lazy import _lazy_exports
 from ..errors import LedgerUrlError
-from .event_kinds import EventKind
 from .urls import check_ledger_url, shown_url
 
 if TYPE_CHECKING:
     from .base import Hold, Ledger, LedgerReader
+    from .event_kinds import EventKind
     from .events import ProgressEvent
     from .pin import LedgerPin
     from .pin import pinned_url as pinned_url
@@ -122,6 +123,7 @@ def open_reader(url: str) -> LedgerReader:
 __getattr__ = _lazy_exports(
     __name__,
     {
+        "EventKind": ".event_kinds",
         "Hold": ".base",
         "Ledger": ".base",
         "LedgerReader": ".base",

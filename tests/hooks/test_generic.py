@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner
 
-from prefect_waymark.hooks.command import hook_app
+from prefect_waymark.cli.commands import app
 from prefect_waymark.hooks.loaded import agent_run_id, item_ids
 from tests.hooks._helpers import PLAN, answer, env_for, hook, make_plan, payload, waymark
 
@@ -100,26 +100,30 @@ def test_waymark_hook_json_without_a_command_is_the_generic_form(tmp_path: Path)
     assert text.returncode == 0 and text.stdout.startswith("PreToolUse: deny: ")
 
 
-def test_the_sub_app_through_typers_cli_runner(tmp_path: Path) -> None:
+def test_the_hook_command_through_typers_cli_runner(tmp_path: Path) -> None:
+    """The typer app's ``hook`` forwards its arguments, unparsed, to the hooks' own parser (the
+    one the console script and ``python -m prefect_waymark.hooks`` call without typer)."""
     plan = make_plan(tmp_path)
     runner = CliRunner()
     stdin = json.dumps(payload("pre_tool_use_bash_deploy.json", tmp_path))
     res = runner.invoke(
-        hook_app,
-        ["claude-code", "PreToolUse", "--plan", str(plan), "--executor", "claude"],
+        app,
+        ["hook", "claude-code", "PreToolUse", "--plan", str(plan), "--executor", "claude"],
         input=stdin,
     )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
     res = runner.invoke(
-        hook_app,
-        ["generic", "--json", "--plan", str(plan)],
+        app,
+        ["hook", "generic", "--json", "--plan", str(plan)],
         input=json.dumps(payload("pre_tool_use_read.json", tmp_path)),
     )
     assert res.exit_code == 0 and json.loads(res.stdout)["decision"] == "allow"
-    res = runner.invoke(hook_app, ["--help"])
+    res = runner.invoke(app, ["hook", "--help"])
     assert res.exit_code == 0 and "claude-code" in res.stdout and "generic" in res.stdout
+    res = runner.invoke(app, ["hook", "claude-code", "--help"])
+    assert res.exit_code == 0 and "--every" in res.stdout and "--json" not in res.stdout
 
 
 def test_a_relative_plan_is_found_from_the_project_dir(tmp_path: Path) -> None:
@@ -160,3 +164,21 @@ def test_the_hooks_names_agree_with_the_check_ins() -> None:
     step = StepSpec(id="s", kind="agent", instructions="x", acceptance=["a", "b", "c"])
     assert item_ids(step.acceptance) == acceptance_ids(step)
     assert agent_run_id("claude") == checkin_run_id("claude")
+
+
+def test_the_hooks_parser_keeps_what_it_can_use_and_names_the_rest() -> None:
+    from prefect_waymark.hooks.command import parse_args
+
+    got = parse_args(["claude-code", "--bogus", "PreToolUse", "--every=3", "--plan", "p.yaml", "x"])
+    assert (got.command, got.event, got.options) == (
+        "claude-code",
+        "PreToolUse",
+        {"every": "3", "plan": "p.yaml"},
+    )
+    assert got.ignored == ["--bogus", "x"] and not got.as_json and got.help is None
+    got = parse_args(["--json", "Stop", "--executor"])  # no command name: generic
+    assert (got.command, got.event, got.as_json) == ("generic", "Stop", True)
+    assert got.ignored == ["--executor (no value)"]
+    assert parse_args(["claude-code", "--json"]).ignored == ["--json"]  # generic's option only
+    assert parse_args(["generic", "--", "-odd"]).event == "-odd"
+    assert parse_args([]).help == "group" and parse_args(["generic", "-h"]).help == "generic"

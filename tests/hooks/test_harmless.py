@@ -136,5 +136,6 @@ def test_a_session_id_is_only_a_file_name(tmp_path: Path) -> None:
     plan = make_plan(tmp_path)
     stdin = payload("pre_tool_use_read.json", tmp_path, session_id="../../../escape")
     answer(hook("claude-code", "PreToolUse", stdin=stdin, env=env_for(plan)))
-    assert [p.name for p in (tmp_path / ".waymark" / "hooks").iterdir()] == [".._.._.._escape.json"]
+    hooks = tmp_path / ".waymark" / "hooks"  # session files beside plans/, the plan facts
+    assert [p.name for p in hooks.iterdir() if p.is_file()] == [".._.._.._escape.json"]
     assert not (tmp_path.parent / "escape.json").exists()
