@@ -155,8 +155,9 @@ def _section(path: Path, section: str) -> FileChange:
     return FileChange(path, "updated: the agent's loop added at the end", old + gap + block)
 
 
-def _claude_settings(path: Path, plan: str, executor: str, waymark: str) -> FileChange:
-    """``.claude/settings.json`` with waymark's ``env`` and hooks merged in."""
+def _json_object(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """A JSON settings file's text (``None``: no file) and its object (``{}`` if empty or
+    absent); anything else is :class:`HarnessFileError` naming the file."""
     old = _read(path)
     try:
         doc: Any = json.loads(old) if old is not None and old.strip() else {}
@@ -164,6 +165,12 @@ def _claude_settings(path: Path, plan: str, executor: str, waymark: str) -> File
         raise HarnessFileError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from exc
     if not isinstance(doc, dict):
         raise HarnessFileError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    return old, doc
+
+
+def _claude_settings(path: Path, plan: str, executor: str, waymark: str) -> FileChange:
+    """``.claude/settings.json`` with waymark's ``env`` and hooks merged in."""
+    old, doc = _json_object(path)
     done: list[str] = []
     env = _object(doc, "env", path)
     for key, value in (("WAYMARK_PLAN", plan), ("WAYMARK_EXECUTOR", executor)):
@@ -203,13 +210,7 @@ def _program(waymark: str) -> str:
 
 def _mcp_json(path: Path, program: str, args: list[str]) -> FileChange:
     """``.mcp.json`` with the ``waymark`` server added (one already there is kept)."""
-    old = _read(path)
-    try:
-        doc: Any = json.loads(old) if old is not None and old.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise HarnessFileError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from exc
-    if not isinstance(doc, dict):
-        raise HarnessFileError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    old, doc = _json_object(path)
     servers = _object(doc, "mcpServers", path)
     if "waymark" in servers:
         return FileChange(path, "unchanged (server waymark: yours, left as it is)", None)
