@@ -1,10 +1,13 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The lowest Prefect declared, in an environment of its own (constraints/prefect-floor.txt).
+FLOOR_VENV := .venv-floor
+FLOOR_PINS := constraints/prefect-floor.txt
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv demo test lint docs bench profile screenshots clean
+.PHONY: venv demo test test-floor lint docs bench profile screenshots clean
 
 venv: $(VENV)/.installed
 
@@ -12,6 +15,13 @@ $(VENV)/.installed: pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+# Built anew when the project's dependencies or the pins change: a downgrade leaves nothing behind.
+$(FLOOR_VENV)/.installed: pyproject.toml $(FLOOR_PINS)
+	rm -rf $(FLOOR_VENV)
+	$(PY) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/pip install -q -e '.[postgres,mcp]' -r $(FLOOR_PINS)
 	touch $@
 
 demo: venv
@@ -27,6 +37,10 @@ docs: venv  # the documentation site into site/ (mkdocs-material); --strict: a b
 
 test: lint docs
 	$(BIN)/pytest -q
+	$(MAKE) --no-print-directory test-floor
+
+test-floor: $(FLOOR_VENV)/.installed  # the tests marked `floor` on the lowest Prefect declared
+	$(FLOOR_VENV)/bin/pytest -q -p no:cacheprovider -m floor tests
 
 screenshots: venv  # the docs' Prefect UI screenshots, from the browser test
 	WAYMARK_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest -q -m ui tests/ui
@@ -38,4 +52,4 @@ profile: venv  # where a run's time goes, against plain Prefect (cProfile; see b
 	$(BIN)/python bench/profile_run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) $(FLOOR_VENV) .pytest_cache .mypy_cache .ruff_cache site

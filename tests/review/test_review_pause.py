@@ -16,6 +16,7 @@ from tests._support.pause import answer_when_paused
 from tests._support.plans import counting_chain
 
 
+@pytest.mark.floor
 @pytest.mark.parametrize("decision", ["accept", "abort"])
 def test_paused_run_continues_after_an_answer(
     decision: str, prefect_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

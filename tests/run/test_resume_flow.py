@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests._support.helpers import run_cli, write_plan
 from tests._support.inprocess import run_inprocess
 from tests._support.plans import counting_chain, produce_consume
@@ -30,6 +32,7 @@ def _chain_plan(folder: Path, plan_id: str, n: int = 5, fail_at: int = 3) -> Pat
     return write_plan(folder, {"plan_id": plan_id, "steps": steps})
 
 
+@pytest.mark.floor
 def test_failed_at_step_k_then_rerun_executes_only_k_to_n(
     prefect_server: str, tmp_path: Path, ledger_url: str
 ) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests._support.helpers import run_cli, write_plan
 
 
+@pytest.mark.floor
 def test_run_fail_and_resume_in_process(prefect_server: str, tmp_path: Path) -> None:
     from prefect_waymark.flows import PlanRunFailed, run_plan
 

@@ -99,6 +99,7 @@ def _trigger_and_work(deployment_id: Any, pool: str, log: Path) -> Any:
     return run_coro_as_sync(state())
 
 
+@pytest.mark.floor
 def test_a_deployed_plan_advances_on_a_real_worker(prefect_server: str, tmp_path: Path) -> None:
     plan_id = f"dep-{uuid.uuid4().hex[:6]}"
     pool = f"pool-{uuid.uuid4().hex[:6]}"

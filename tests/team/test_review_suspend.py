@@ -99,6 +99,7 @@ def _page(srv: TeamServer) -> str:
     return str(page.data)
 
 
+@pytest.mark.floor
 def test_a_review_stop_suspends_the_run_and_an_answer_resumes_it(
     pg_server: PgServer, tmp_path: Path
 ) -> None:
