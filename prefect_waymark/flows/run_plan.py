@@ -66,7 +66,7 @@ from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
-from ..text.commands import waymark_command
+from ..text.commands import review_command
 from ..text.lists import capped_list
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
 from .next_start import failed_reason, failed_start, next_reason, stale_reason, waiting_reason
@@ -414,7 +414,7 @@ def _review_command(source: str, needs_review: list[dict[str, Any]]) -> str | No
     if not needs_review:
         return None
     step = str(needs_review[0]["step"])
-    return waymark_command("review", source, "--step", step) + " --accept|--rerun|--abort"
+    return review_command(source, step)
 
 
 def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:
