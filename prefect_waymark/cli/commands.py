@@ -449,5 +449,19 @@ def server_status() -> None:
     print(f"{info.api_url} (pid {info.pid}); UI at {info.ui_url}")
 
 
+def _one_line_summaries(group: typer.Typer) -> None:
+    """Each command's line in ``waymark --help``: its help's first paragraph on one line (typer's
+    rich help keeps a docstring's single line breaks there, mid-sentence)."""
+    import inspect
+
+    for info in group.registered_commands:
+        text = info.help or (info.callback.__doc__ if info.callback else None)
+        if info.short_help is None and text:
+            info.short_help = " ".join(inspect.cleandoc(text).split("\n\n")[0].split())
+
+
+_one_line_summaries(app)
+_one_line_summaries(server_app)
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())
