@@ -5,9 +5,10 @@ It reads the flow's final state with the function ``waymark run`` uses
 :class:`RunSummary`, a stopped one ends Cancelled (``Stopped``, ``Aborted``) or Failed
 (``NeedsReview``) with a :class:`PlanRunStopped` that carries it, a run with failed steps ends
 Failed with a :class:`PlanRunFailed`; anything else is a crash and fails the test. Every run
-checks that its state's type is the one its name goes with (run/prefect_ui.py). ``publish_artifacts=False`` (no Prefect
-artifacts) is no flow parameter: the options are checked here, as ``waymark run`` checks them
-(:func:`prefect_waymark.run.options.check_run`), and handed to the flow with it.
+checks that its state's type is the one its name goes with (run/prefect_ui.py).
+``publish_artifacts=False`` (no Prefect artifacts) is no flow parameter: the options are checked
+here, as ``waymark run`` checks them (:func:`prefect_waymark.run.options.check_run`), and handed
+to the flow with it.
 """
 
 from __future__ import annotations
