@@ -87,6 +87,15 @@ class JsonFlow(Flow[P, R]):
         }
         return dict(mask_data(both))
 
+    def with_options(self, *args: Any, **kwargs: Any) -> Any:
+        """Prefect's :meth:`~prefect.Flow.with_options` (``run_plan.with_options(task_runner=
+        ...)``), whose copy is built as a plain ``Flow``: made this flow's class again, so the
+        copy keeps the masked parameters and :class:`PlanFlow`'s call (neither class holds
+        state of its own)."""
+        copy = super().with_options(*args, **kwargs)
+        copy.__class__ = type(self)
+        return copy
+
 
 class PlanFlow(JsonFlow[P, R]):
     """``run_plan``'s flow: called as a function (no ``return_state``), a run that stopped

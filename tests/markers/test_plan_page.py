@@ -237,5 +237,5 @@ def test_a_failure_reaches_the_plan_page_while_the_run_goes_on(
         (tmp_path / "go").write_text("go")
         runner.join(120)
     outcome, summary = done["r"]
-    assert outcome == "failed" and summary.failed_steps == ["check"]
+    assert outcome == "Failed" and summary.failed_steps == ["check"]
     assert "slow" in summary.executed_steps

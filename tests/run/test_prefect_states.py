@@ -66,7 +66,9 @@ def test_each_outcome_ends_in_its_own_state(prefect_server: str, tmp_path: Path)
     assert isinstance(found, RunSummary) and found.exit_code == 3
 
     (tmp_path / "terms.md").write_text("v2")  # a ref changed: b stops for review
-    out = run_plan(**args)  # called as a function: still the summary dict
+    # Called as a function — here a copy made by with_options, which keeps run_plan's class
+    # (PlanFlow): still the summary dict (the automation test below calls run_plan itself).
+    out = run_plan.with_options(log_prints=True)(**args)
     assert out["result"] == "needs_review" and out["executed_steps"] == []
     run = _recorded(out["flow_run_id"])  # a person must act: never COMPLETED
     assert (run.state.type.value, run.state.name) == ("FAILED", "NeedsReview")
