@@ -18,7 +18,7 @@ from ._common import (
 from .agent_commands import block, done, fail_command, next_command, start, tick
 from .audit_command import export, replay, restore
 from .close_command import close, skip
-from .deploy_command import deploy, serve
+from .deploy_command import deploy, serve, worker
 from .import_command import import_plan
 from .init_command import init
 from .metrics_command import metrics
@@ -183,6 +183,7 @@ app.command()(close)
 app.command()(init)
 app.command()(deploy)
 app.command()(serve)
+app.command()(worker)
 app.command(name="next")(next_command)
 app.command()(start)
 app.command()(tick)

@@ -23,7 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..agents.flow_suspend import record_checkin_suspension
 from ..boundary import RunBoundary
-from ..errors import LedgerDamaged, PlanRunFailed
+from ..errors import LedgerDamaged, PlanRunFailed, PlanRunStopped
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
 from ..guards.observers import RunObserver
@@ -74,7 +74,7 @@ from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
 
-__all__ = ["AGENT_WAIT_ENV", "REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
+__all__ = ["AGENT_WAIT_ENV", "REVIEW_WAIT_ENV", "PlanRunFailed", "PlanRunStopped", "run_plan"]
 
 
 @waymark_flow(name="waymark-run-plan", log_prints=True, validate_parameters=False)

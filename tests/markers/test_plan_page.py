@@ -78,7 +78,7 @@ def _markdown(art: Any) -> str:
 def test_a_failed_run_then_a_resume_read_in_the_ui(prefect_server: str, tmp_path: Path) -> None:
     plan = _report_plan(tmp_path)
     ended, summary = flow_outcome(plan)
-    assert ended == "failed" and summary.failed_steps == ["check-figures"]
+    assert ended == "Failed" and summary.failed_steps == ["check-figures"]
     copy = plan_copy_of("Report_Q4", default_ledger_url(tmp_path), tmp_path)
     assert copy.key() == f"waymark-report-q4-{copy.copy_id}" and len(copy.copy_id) == 8
 
@@ -140,7 +140,7 @@ def test_a_failed_run_then_a_resume_read_in_the_ui(prefect_server: str, tmp_path
     # Fixed and resumed: the run's own page version ends complete; one version per run.
     (tmp_path / "figures-fixed").write_text("")
     ended, again = flow_outcome(plan)
-    assert ended == "completed" and again.result == "completed"
+    assert ended == "Completed" and again.result == "completed"
     versions = artifact_versions(copy.key())
     assert len(versions) == 2
     last = _markdown(versions[-1])
@@ -237,5 +237,5 @@ def test_a_failure_reaches_the_plan_page_while_the_run_goes_on(
         (tmp_path / "go").write_text("go")
         runner.join(120)
     outcome, summary = done["r"]
-    assert outcome == "failed" and summary.failed_steps == ["check"]
+    assert outcome == "Failed" and summary.failed_steps == ["check"]
     assert "slow" in summary.executed_steps
