@@ -38,6 +38,7 @@ from ...text.markdown import (
     table,
 )
 from ..plan_copy import PlanCopy, flow_run_url, normal_ledger_url
+from .graph import graph_section
 
 __all__ = [
     "PAGE_EVENT_KINDS",
@@ -259,6 +260,7 @@ def render_plan_page(page: PageInput) -> str:
             f"{last.executor} — {link('flow run', flow_run_url(page.ui_url, last.flow_run_id))}  "
         )
     out.append(f"**Updated:** {when(now, now)}")
+    out += graph_section(view)
     out += review_section(page.plan, view, page.copy, now, page.ui_url, pause)
     out += _failed_section(page)
     out += _blocked_section(view)

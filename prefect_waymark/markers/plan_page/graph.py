@@ -1,0 +1,251 @@
+"""The picture at the top of the plan page: a Mermaid graph (Prefect 3.9's UI draws a
+```` ```mermaid ```` block of a Markdown artifact as a picture), built from the view the page
+already has — no ledger read.
+
+- A plan of at most :data:`GRAPH_STEPS_MAX` steps: one box per step (its id, title and status),
+  coloured by status (one ``classDef`` per status), its dependencies as arrows, the steps of a
+  milestone in a group (``subgraph``); the failed steps say so and the next start has a thick
+  yellow border.
+- A larger plan: one box per milestone — per milestone and branch when the plan has branches,
+  each branch a group — with how many of its steps are in each status, coloured by the most
+  urgent of them, and arrows where steps of one box depend on steps of another.
+
+Every piece of user text (ids, titles, milestone and branch names) goes through
+:func:`prefect_waymark.text.mermaid.label`; the graph's own node names are ``s<n>``, ``g<n>``
+and ``m<n>``, never user text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ...ledger.progress_view import PlanView, StepView
+from ...text.markdown import code_block
+from ...text.mermaid import label
+
+__all__ = ["GRAPH_STEPS_MAX", "graph_section", "plan_graph"]
+
+#: Plans of more steps than this get one box per milestone (and branch), with counts.
+GRAPH_STEPS_MAX = 40
+#: At most this many boxes in a large plan's graph (the rest are counted in one more box).
+_GROUPS_MAX = 60
+#: At most this many arrows (Mermaid refuses a graph of more than 500 edges).
+_EDGES_MAX = 300
+
+#: Fill, text and border colour per status, readable on the UI's dark code-block background.
+_COLOURS = {
+    "completed": ("#2e7d32", "#ffffff", "#1b5e20"),
+    "in_progress": ("#1565c0", "#ffffff", "#0d47a1"),
+    "needs_review": ("#ef6c00", "#ffffff", "#e65100"),
+    "failed": ("#c62828", "#ffffff", "#7f0000"),
+    "blocked": ("#6d4c41", "#ffffff", "#3e2723"),
+    "pending": ("#eceff1", "#263238", "#90a4ae"),
+}
+_WORDS = {
+    "completed": "done",
+    "in_progress": "running",
+    "needs_review": "needs review",
+    "failed": "failed",
+    "blocked": "blocked",
+    "pending": "pending",
+}
+#: A box of many steps takes the colour of the first status here that one of its steps has.
+_URGENT = ("failed", "needs_review", "blocked", "in_progress")
+_LEGEND = (
+    "Green: done · blue: running · orange: needs review · red: failed · brown: blocked · "
+    "grey: pending; thick yellow border: the next start."
+)
+
+
+def graph_section(view: PlanView) -> list[str]:
+    """The page's picture: the Mermaid block and one line that reads its colours."""
+    if not view.steps:
+        return []
+    text = plan_graph(view)
+    out = ["", code_block(text, "mermaid"), "", _LEGEND]
+    if len(view.steps) > GRAPH_STEPS_MAX:
+        out[-1] += (
+            f" {len(view.steps)} steps: one box per milestone"
+            f"{' and branch' if len({s.branch for s in view.steps}) > 1 else ''}, with its "
+            "counts; every step is in the tables below."
+        )
+    return out
+
+
+def plan_graph(view: PlanView) -> str:
+    """The Mermaid text of the plan's graph (``flowchart``), without the fence."""
+    if len(view.steps) <= GRAPH_STEPS_MAX:
+        return "\n".join(_steps_graph(view))
+    return "\n".join(_groups_graph(view))
+
+
+def _style(status: str, *, next_start: bool = False) -> str:
+    fill, colour, border = _COLOURS[status]
+    if next_start:  # the next start: its status's colours with a thick yellow border
+        return f"fill:{fill},color:{colour},stroke:#fdd835,stroke-width:5px"
+    return f"fill:{fill},color:{colour},stroke:{border}"
+
+
+def _class_defs(nxt_status: str | None) -> list[str]:
+    out = [f"  classDef {status} {_style(status)}" for status in _COLOURS]
+    if nxt_status is not None:
+        out.append(f"  classDef next {_style(nxt_status, next_start=True)}")
+    return out
+
+
+def _edges(pairs: Iterable[tuple[str, str]]) -> list[str]:
+    out: list[str] = []
+    for a, b in pairs:
+        if len(out) == _EDGES_MAX:
+            break
+        out.append(f"  {a} --> {b}")
+    return out
+
+
+def _step_box(node: str, s: StepView, nxt: str | None) -> str:
+    lines = [label(s.id, 40)]
+    if s.title:
+        lines.append(label(s.title, 48))
+    words = _WORDS[s.status] + (" · next start" if s.id == nxt else "")
+    lines.append(label(("✖ " if s.status == "failed" else "") + words))
+    return f'{node}["{"<br>".join(lines)}"]'
+
+
+def _steps_graph(view: PlanView) -> list[str]:
+    nxt = view.next_start
+    nodes = {s.id: f"s{i}" for i, s in enumerate(view.steps)}
+    milestones: dict[str, list[StepView]] = {}
+    loose: list[StepView] = []
+    for s in view.steps:
+        if s.milestone:
+            milestones.setdefault(s.milestone, []).append(s)
+        else:
+            loose.append(s)
+    out = ["flowchart LR"]
+    for m, (name, steps) in enumerate(milestones.items()):
+        out.append(f'  subgraph m{m}["{label(name)}"]')
+        out += [f"    {_step_box(nodes[s.id], s, nxt)}" for s in steps]
+        out.append("  end")
+    out += [f"  {_step_box(nodes[s.id], s, nxt)}" for s in loose]
+    out += _edges((nodes[d], nodes[s.id]) for s in view.steps for d in s.depends_on if d in nodes)
+    nxt_status = view.step(nxt).status if nxt in nodes else None
+    out += _class_defs(nxt_status)
+    by_status: dict[str, list[str]] = {}
+    for s in view.steps:
+        if s.id != nxt:
+            by_status.setdefault(s.status, []).append(nodes[s.id])
+    out += [f"  class {','.join(ids)} {status}" for status, ids in by_status.items()]
+    if nxt_status is not None and nxt is not None:
+        out.append(f"  class {nodes[nxt]} next")
+    return out
+
+
+class _Group:
+    """A box of a large plan's graph: the steps of one milestone (in one branch)."""
+
+    def __init__(self, branch: str | None, milestone: str | None) -> None:
+        self.branch = branch
+        self.milestone = milestone
+        self.counts = dict.fromkeys(_COLOURS, 0)
+        self.first_failed: str | None = None
+        self.merged = 0  # milestones counted in this box beyond its own ("… more")
+
+    def add(self, s: StepView) -> None:
+        self.counts[s.status] += 1
+        if s.status == "failed" and self.first_failed is None:
+            self.first_failed = s.id
+
+    @property
+    def status(self) -> str:
+        urgent = next((st for st in _URGENT if self.counts[st]), None)
+        if urgent is not None:
+            return urgent
+        done = self.counts["completed"] == sum(self.counts.values())
+        return "completed" if done else "pending"
+
+    def box(self, node: str, nxt: str | None, nxt_here: bool) -> str:
+        total = sum(self.counts.values())
+        name = self.milestone or ("(no milestone)" if self.branch is None else self.branch)
+        if self.merged:
+            name = f"… {self.merged} more milestones"
+        lines = [label(name), label(f"{self.counts['completed']}/{total} done")]
+        rest = [f"{n} {_WORDS[st]}" for st, n in self.counts.items() if n and st != "completed"]
+        if rest:
+            lines.append(label(" · ".join(rest)))
+        if self.first_failed is not None:
+            lines.append(label(f"✖ failed: {self.first_failed}", 48))
+        if nxt_here and nxt is not None:
+            lines.append(label(f"next start: {nxt}", 48))
+        return f'{node}["{"<br>".join(lines)}"]'
+
+
+def _grouping(view: PlanView, by_branch: bool) -> dict[str, _Group]:
+    """Each step's box: one per milestone, or per branch and milestone (plan order)."""
+    groups: dict[tuple[str | None, str | None], _Group] = {}
+    where: dict[str, _Group] = {}
+    for s in view.steps:
+        key = (s.branch if by_branch else None, s.milestone)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(*key)
+        group.add(s)
+        where[s.id] = group
+    return where
+
+
+def _boxes(where: dict[str, _Group]) -> tuple[list[_Group], dict[str, _Group]]:
+    """The boxes in plan order, at most :data:`_GROUPS_MAX`: the last counts the rest."""
+    boxes = list({id(g): g for g in where.values()}.values())
+    if len(boxes) <= _GROUPS_MAX:
+        return boxes, where
+    more = _Group(None, None)
+    rest = boxes[_GROUPS_MAX - 1 :]
+    more.merged = len(rest)
+    for g in rest:
+        for status, n in g.counts.items():
+            more.counts[status] += n
+        more.first_failed = more.first_failed or g.first_failed
+    merged = {id(g) for g in rest}
+    return boxes[: _GROUPS_MAX - 1] + [more], {
+        sid: more if id(g) in merged else g for sid, g in where.items()
+    }
+
+
+def _groups_graph(view: PlanView) -> list[str]:
+    by_branch = len({s.branch for s in view.steps}) > 1
+    where = _grouping(view, by_branch)
+    if by_branch and len({id(g) for g in where.values()}) > _GROUPS_MAX:
+        by_branch = False  # too many boxes: milestones only
+        where = _grouping(view, by_branch)
+    boxes, where = _boxes(where)
+    node = {id(g): f"g{i}" for i, g in enumerate(boxes)}
+    nxt = view.next_start
+    nxt_box = where.get(nxt) if nxt is not None else None
+    out = ["flowchart LR"]
+    branches: dict[str | None, list[_Group]] = {}
+    for g in boxes:
+        branches.setdefault(g.branch if by_branch and not g.merged else None, []).append(g)
+    for b, (branch, members) in enumerate(branches.items()):
+        indent = "    " if branch is not None else "  "
+        if branch is not None:
+            out.append(f'  subgraph m{b}["{label(branch)}"]')
+        out += [indent + g.box(node[id(g)], nxt, g is nxt_box) for g in members]
+        if branch is not None:
+            out.append("  end")
+    pairs: dict[tuple[str, str], None] = {}
+    for s in view.steps:
+        to = node[id(where[s.id])]
+        for d in s.depends_on:
+            frm = node[id(where[d])] if d in where else to
+            if frm != to:
+                pairs[(frm, to)] = None
+    out += _edges(pairs)
+    out += _class_defs(nxt_box.status if nxt_box is not None else None)
+    by_status: dict[str, list[str]] = {}
+    for g in boxes:
+        if g is not nxt_box:
+            by_status.setdefault(g.status, []).append(node[id(g)])
+    out += [f"  class {','.join(ids)} {status}" for status, ids in by_status.items()]
+    if nxt_box is not None:
+        out.append(f"  class {node[id(nxt_box)]} next")
+    return out
