@@ -141,19 +141,20 @@ def _steps_graph(view: PlanView) -> list[str]:
 
 
 class _Group:
-    """A box of a large plan's graph: the steps of one milestone (in one branch)."""
+    """A box of a large plan's graph: the steps of one milestone (in one branch), or of every
+    milestone past the first :data:`_GROUPS_MAX` - 1 (``merged``: how many)."""
 
     def __init__(self, branch: str | None, milestone: str | None) -> None:
         self.branch = branch
         self.milestone = milestone
         self.counts = dict.fromkeys(_COLOURS, 0)
         self.first_failed: str | None = None
-        self.merged = 0  # milestones counted in this box beyond its own ("… more")
+        self.merged = 0
 
-    def add(self, s: StepView) -> None:
-        self.counts[s.status] += 1
-        if s.status == "failed" and self.first_failed is None:
-            self.first_failed = s.id
+    def take(self, other: _Group) -> None:
+        for status, n in other.counts.items():
+            self.counts[status] += n
+        self.first_failed = self.first_failed or other.first_failed
 
     @property
     def status(self) -> str:
@@ -163,7 +164,7 @@ class _Group:
         done = self.counts["completed"] == sum(self.counts.values())
         return "completed" if done else "pending"
 
-    def box(self, node: str, nxt: str | None, nxt_here: bool) -> str:
+    def box(self, node: str, nxt: str | None) -> str:
         total = sum(self.counts.values())
         name = self.milestone or ("(no milestone)" if self.branch is None else self.branch)
         if self.merged:
@@ -174,78 +175,80 @@ class _Group:
             lines.append(label(" · ".join(rest)))
         if self.first_failed is not None:
             lines.append(label(f"✖ failed: {self.first_failed}", 48))
-        if nxt_here and nxt is not None:
+        if nxt is not None:
             lines.append(label(f"next start: {nxt}", 48))
         return f'{node}["{"<br>".join(lines)}"]'
 
 
-def _grouping(view: PlanView, by_branch: bool) -> dict[str, _Group]:
-    """Each step's box: one per milestone, or per branch and milestone (plan order)."""
-    groups: dict[tuple[str | None, str | None], _Group] = {}
-    where: dict[str, _Group] = {}
+def _pairs(view: PlanView) -> tuple[list[_Group], dict[str, int]]:
+    """One pass over the steps: each (branch, milestone) pair in plan order with its counts,
+    and the index of each step's pair."""
+    index: dict[tuple[str, str | None], int] = {}
+    pairs: list[_Group] = []
+    pair_of: dict[str, int] = {}
     for s in view.steps:
-        key = (s.branch if by_branch else None, s.milestone)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = _Group(*key)
-        group.add(s)
-        where[s.id] = group
-    return where
+        key = (s.branch, s.milestone)
+        i = index.get(key)
+        if i is None:
+            i = index[key] = len(pairs)
+            pairs.append(_Group(*key))
+        g = pairs[i]
+        g.counts[s.status] += 1
+        if s.status == "failed" and g.first_failed is None:
+            g.first_failed = s.id
+        pair_of[s.id] = i
+    return pairs, pair_of
 
 
-def _boxes(where: dict[str, _Group]) -> tuple[list[_Group], dict[str, _Group]]:
-    """The boxes in plan order, at most :data:`_GROUPS_MAX`: the last counts the rest."""
-    boxes = list({id(g): g for g in where.values()}.values())
-    if len(boxes) <= _GROUPS_MAX:
-        return boxes, where
-    more = _Group(None, None)
-    rest = boxes[_GROUPS_MAX - 1 :]
-    more.merged = len(rest)
-    for g in rest:
-        for status, n in g.counts.items():
-            more.counts[status] += n
-        more.first_failed = more.first_failed or g.first_failed
-    merged = {id(g) for g in rest}
-    return boxes[: _GROUPS_MAX - 1] + [more], {
-        sid: more if id(g) in merged else g for sid, g in where.items()
-    }
+def _boxes(pairs: list[_Group]) -> tuple[list[_Group], list[int], bool]:
+    """The boxes (plan order, at most :data:`_GROUPS_MAX`: the last counts the rest), the box
+    of each pair, and whether the boxes are per branch (else per milestone)."""
+    by_branch = len({g.branch for g in pairs}) > 1 and len(pairs) <= _GROUPS_MAX
+    keys = [(g.branch if by_branch else None, g.milestone) for g in pairs]
+    index: dict[tuple[str | None, str | None], int] = {}
+    for key in keys:
+        index.setdefault(key, len(index))
+    boxes = [_Group(*key) for key in list(index)[:_GROUPS_MAX]]
+    if len(index) > _GROUPS_MAX:  # the last box counts every milestone from there on
+        boxes[-1] = _Group(None, None)
+        boxes[-1].merged = len(index) - (_GROUPS_MAX - 1)
+    box_of = [min(index[key], _GROUPS_MAX - 1) for key in keys]
+    for g, i in zip(pairs, box_of):
+        boxes[i].take(g)
+    return boxes, box_of, by_branch
 
 
 def _groups_graph(view: PlanView) -> list[str]:
-    by_branch = len({s.branch for s in view.steps}) > 1
-    where = _grouping(view, by_branch)
-    if by_branch and len({id(g) for g in where.values()}) > _GROUPS_MAX:
-        by_branch = False  # too many boxes: milestones only
-        where = _grouping(view, by_branch)
-    boxes, where = _boxes(where)
-    node = {id(g): f"g{i}" for i, g in enumerate(boxes)}
+    pairs, pair_of = _pairs(view)
+    boxes, box_of, by_branch = _boxes(pairs)
     nxt = view.next_start
-    nxt_box = where.get(nxt) if nxt is not None else None
+    nxt_box = box_of[pair_of[nxt]] if nxt in pair_of else None
     out = ["flowchart LR"]
-    branches: dict[str | None, list[_Group]] = {}
-    for g in boxes:
-        branches.setdefault(g.branch if by_branch and not g.merged else None, []).append(g)
+    branches: dict[str | None, list[int]] = {}
+    for i, g in enumerate(boxes):
+        branches.setdefault(g.branch if by_branch and not g.merged else None, []).append(i)
     for b, (branch, members) in enumerate(branches.items()):
         indent = "    " if branch is not None else "  "
         if branch is not None:
             out.append(f'  subgraph m{b}["{label(branch)}"]')
-        out += [indent + g.box(node[id(g)], nxt, g is nxt_box) for g in members]
+        out += [indent + boxes[i].box(f"g{i}", nxt if i == nxt_box else None) for i in members]
         if branch is not None:
             out.append("  end")
-    pairs: dict[tuple[str, str], None] = {}
+    arrows: dict[tuple[int, int], None] = {}
     for s in view.steps:
-        to = node[id(where[s.id])]
-        for d in s.depends_on:
-            frm = node[id(where[d])] if d in where else to
-            if frm != to:
-                pairs[(frm, to)] = None
-    out += _edges(pairs)
-    out += _class_defs(nxt_box.status if nxt_box is not None else None)
+        if s.depends_on:
+            to = box_of[pair_of[s.id]]
+            for d in s.depends_on:
+                frm = box_of[pair_of[d]] if d in pair_of else to
+                if frm != to:
+                    arrows[(frm, to)] = None
+    out += _edges((f"g{a}", f"g{b}") for a, b in arrows)
+    out += _class_defs(boxes[nxt_box].status if nxt_box is not None else None)
     by_status: dict[str, list[str]] = {}
-    for g in boxes:
-        if g is not nxt_box:
-            by_status.setdefault(g.status, []).append(node[id(g)])
+    for i, g in enumerate(boxes):
+        if i != nxt_box:
+            by_status.setdefault(g.status, []).append(f"g{i}")
     out += [f"  class {','.join(ids)} {status}" for status, ids in by_status.items()]
     if nxt_box is not None:
-        out.append(f"  class {node[id(nxt_box)]} next")
+        out.append(f"  class g{nxt_box} next")
     return out
