@@ -86,7 +86,8 @@ def test_a_small_plan_is_drawn_step_by_step_by_status_in_its_milestones() -> Non
     at = lines.index('  subgraph m1["analyse"]')
     assert lines[at + 1].startswith('    s2["analyse<br>Analyse sources and figures<br>done"]')
     # the failed step is marked in words and, being the next start, drawn as "next"
-    assert '    s3["check-figures<br>Recompute every figure<br>#10006; failed #183; next start"]' in lines
+    failed = '    s3["check-figures<br>Recompute every figure<br>#10006; failed #183; next start"]'
+    assert failed in lines
     assert "  class s3 next" in lines
     assert "  classDef next fill:#c62828,color:#ffffff,stroke:#fdd835,stroke-width:5px" in lines
     assert "  class s0,s1,s2 completed" in lines

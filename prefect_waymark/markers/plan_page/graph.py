@@ -213,7 +213,7 @@ def _boxes(pairs: list[_Group]) -> tuple[list[_Group], list[int], bool]:
         boxes[-1] = _Group(None, None)
         boxes[-1].merged = len(index) - (_GROUPS_MAX - 1)
     box_of = [min(index[key], _GROUPS_MAX - 1) for key in keys]
-    for g, i in zip(pairs, box_of):
+    for g, i in zip(pairs, box_of, strict=True):
         boxes[i].take(g)
     return boxes, box_of, by_branch
 

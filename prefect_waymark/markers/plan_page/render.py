@@ -21,7 +21,7 @@ from ...ledger import default_ledger_url
 from ...ledger.events import EventKind, ProgressEvent
 from ...ledger.progress_view import PlanView, StepView, build_view, stale_words
 from ...ledger.step_state import StepState
-from ...metrics.table import MUST_BE_ZERO, metric_rows
+from ...metrics.table import MUST_BE_ZERO, NOT_USED, metric_rows
 from ...models import GoalContract
 from ...plan.spec import PlanSpec
 from ...review.reasons import answer_effects, reason_words, review_commands
@@ -109,6 +109,8 @@ class PageInput:
     live_run: str | None = None
     #: The view of ``states`` if the caller has it (the run built it already): used as ``view``.
     known_view: PlanView | None = None
+    #: The check-in that publishes this version (``draft done by writer``), outside a run.
+    checkin: str | None = None
     view: PlanView = field(init=False)
 
     def __post_init__(self) -> None:
@@ -259,7 +261,9 @@ def render_plan_page(page: PageInput) -> str:
             f"**Last run:** {last.result} {ago(ended or last.started_at, now)} by "
             f"{last.executor} — {link('flow run', flow_run_url(page.ui_url, last.flow_run_id))}  "
         )
-    out.append(f"**Updated:** {when(now, now)}")
+    out.append(f"**Updated:** {when(now, now)}" + ("  " if page.checkin else ""))
+    if page.checkin:
+        out.append(f"**This version:** published by the check-in “{cell(page.checkin, 200)}”")
     out += graph_section(view)
     out += review_section(page.plan, view, page.copy, now, page.ui_url, pause)
     out += _failed_section(page)
@@ -646,7 +650,7 @@ def metrics_section(finished: Sequence[Mapping[str, Any] | None]) -> list[str]:
     metrics = last["metrics"]
     rows = []
     for row in metric_rows(metrics):
-        bad = row["key"] in MUST_BE_ZERO and row["value"] not in ("0", "-")
+        bad = row["key"] in MUST_BE_ZERO and row["value"] not in ("0", "-", NOT_USED)
         value = f"**{row['value']} (must be 0)**" if bad else row["value"]
         rows.append([row["metric"], value, row["made of"]])
     return [
