@@ -235,3 +235,28 @@ def test_any_titles_give_a_graph_of_known_statements(titles: list[str], mileston
         {"id": f"t{i}", "title": t, "milestone": milestone or None} for i, t in enumerate(titles)
     ]
     _statements(plan_graph(_view(steps, {})))
+
+
+def test_the_page_opens_with_the_picture_and_a_check_in_version_says_so() -> None:
+    from datetime import datetime, timezone
+
+    from prefect_waymark.markers.plan_copy import PlanCopy
+    from prefect_waymark.markers.plan_page.render import PageInput, render_plan_page
+
+    view = _report()
+    copy = PlanCopy("graph", "3f9a2c1d", "/srv/graph", "sqlite:////srv/graph/ledger.db")
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+    plan = validate_plan_data(
+        {"plan_id": "graph", "steps": [{"id": s.id, "run": "true"} for s in view.steps]},
+        source="/nonexistent/plan.yaml",
+        base_dir=Path("/nonexistent"),
+    )
+    page = PageInput(
+        plan=plan, states={}, events=[], copy=copy, now=now, known_view=view,
+        checkin="draft done by writer",
+    )  # fmt: skip
+    md = render_plan_page(page)
+    # the header's lines, then the picture, then the sections
+    assert md.index("**Updated:**") < md.index("```mermaid") < md.index("## Failed (1)")
+    assert "**This version:** published by the check-in “draft done by writer”" in md
+    assert md.count("```mermaid") == 1
