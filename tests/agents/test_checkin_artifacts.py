@@ -81,9 +81,9 @@ def test_each_check_in_publishes_the_plan_page_and_steps_table(
     said = "**This version:** published by the check-in “review blocked by boss”"
     assert said in pages[0]["data"]
     assert "- `review` — blocked: waiting for legal" in pages[0]["data"]  # the reason, shown
+    steps_key = key.replace("-plan-page", "-steps")
     latest = {
-        r["step"]: r["status"]
-        for r in json.loads(_versions(prefect_server, f"{key}-steps")[0]["data"])
+        r["step"]: r["status"] for r in json.loads(_versions(prefect_server, steps_key)[0]["data"])
     }
     assert latest == {"draft": "completed", "review": "blocked"}
 
