@@ -1,11 +1,12 @@
 """Publishing the plan page (its Markdown: :mod:`.render`) to Prefect while a run goes on.
 
-Each run keeps **one version** of the page (key ``waymark-<plan>-<copy>``, see
+Each run keeps **one version** of the page (key ``waymark-<plan>-<copy>-plan-page``, see
 :mod:`prefect_waymark.markers.plan_copy`): created at run start (or at a pause that comes
 first), updated in place as steps complete (at most every :attr:`PlanPage.min_interval`
 seconds), when the run pauses for review and when the pause is answered, and a last time when
 the run ends (:func:`publish_plan_page`, called with the run's markers). So the key's history in
-the UI is one version per run, each ending at where that run left the plan.
+the UI is one version per run, each ending at where that run left the plan. Once the version
+exists, the flow run's log links it (:func:`_say_where`): one click from the flow run's page.
 """
 
 from __future__ import annotations

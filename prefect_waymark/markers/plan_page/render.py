@@ -2,11 +2,12 @@
 
 :func:`render_plan_page` is pure: it reads the plan, the ledger's step states and a few ledger
 events (runs, pauses, answers: :data:`PAGE_EVENT_KINDS`) and says, without raw JSON, where the
-plan stands, what failed and why (the tail of the step's output), what blocks what, what waits
-for an answer and exactly how to give it, the receipts, where the next run starts and the last
-runs with links. The plan in one line (:func:`plan_line`) comes first: artifact descriptions,
-the run marker's page and the flow run's final state say the plan so too. Then each section, in
-the order the page shows it. The publisher and the run observer are in :mod:`.publish`.
+plan stands, draws it (a Mermaid graph: :mod:`.graph`), what failed and why (the tail of the
+step's output), what blocks what, what waits for an answer and exactly how to give it, the
+receipts, where the next run starts and the last runs with links. The plan in one line
+(:func:`plan_line`) comes first: artifact descriptions, the run marker's page and the flow run's
+final state say the plan so too. Then each section, in the order the page shows it. The
+publisher and the run observer are in :mod:`.publish`.
 """
 
 from __future__ import annotations
