@@ -13,6 +13,7 @@ drops control and format characters. The result is one line of ASCII.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 __all__ = ["label"]
@@ -22,6 +23,10 @@ __all__ = ["label"]
 _PLAIN = frozenset(" -_.,:/!?'+*=@~$")
 #: Characters dropped: control, format, surrogate, private-use and unassigned code points.
 _DROPPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+
+
+_SAFE = re.compile(r"[A-Za-z0-9 \-_.,:/!?'+*=@~$]*")
+_UNSAFE = re.compile(r"[^A-Za-z0-9 \-_.,:/!?'+*=@~$]")
 
 
 def _char(ch: str) -> str:
@@ -37,8 +42,9 @@ def label(text: object, limit: int = 60) -> str:
     (before escaping; a cut ends with ``…``), every character outside letters, digits, space
     and ``-_.,:/!?'+*=@~$`` written as ``#<number>;``."""
     words = " ".join(str(text if text is not None else "").split())
-    words = "".join(ch for ch in words if unicodedata.category(ch) not in _DROPPED)
-    words = " ".join(words.split())  # a dropped character between two spaces
+    if _SAFE.fullmatch(words) is None:  # else: plain ASCII, as most ids and titles are
+        words = "".join(ch for ch in words if unicodedata.category(ch) not in _DROPPED)
+        words = " ".join(words.split())  # a dropped character between two spaces
     if len(words) > limit:
         words = words[: max(0, limit - 1)].rstrip() + "…"
-    return "".join(_char(ch) for ch in words)
+    return _UNSAFE.sub(lambda m: _char(m.group()), words)

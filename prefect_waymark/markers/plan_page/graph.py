@@ -18,12 +18,13 @@ and ``m<n>``, never user text.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ...ledger.progress_view import PlanView, StepView
 from ...text.markdown import code_block
 from ...text.mermaid import label
 
-__all__ = ["GRAPH_STEPS_MAX", "graph_section", "plan_graph"]
+__all__ = ["GRAPH_STEPS_MAX", "Tallies", "Tally", "graph_section", "plan_graph", "tally"]
 
 #: Plans of more steps than this get one box per milestone (and branch), with counts.
 GRAPH_STEPS_MAX = 40
@@ -57,26 +58,29 @@ _LEGEND = (
 )
 
 
-def graph_section(view: PlanView) -> list[str]:
-    """The page's picture: the Mermaid block and one line that reads its colours."""
+def graph_section(view: PlanView, counted: Tallies | None = None) -> list[str]:
+    """The page's picture: the Mermaid block and one line that reads its colours (``counted``:
+    the view's :func:`tally`, if the caller has it)."""
     if not view.steps:
         return []
-    text = plan_graph(view)
+    large = len(view.steps) > GRAPH_STEPS_MAX
+    counted = counted or (tally(view) if large else None)
+    text = plan_graph(view, counted)
     out = ["", code_block(text, "mermaid"), "", _LEGEND]
-    if len(view.steps) > GRAPH_STEPS_MAX:
+    if counted is not None and large:
+        per = "milestone and branch" if _by_branch(counted.pairs) else "milestone"
         out[-1] += (
-            f" {len(view.steps)} steps: one box per milestone"
-            f"{' and branch' if len({s.branch for s in view.steps}) > 1 else ''}, with its "
-            "counts; every step is in the tables below."
+            f" {len(view.steps)} steps: one box per {per}, with its counts; every step is in "
+            "the tables below."
         )
     return out
 
 
-def plan_graph(view: PlanView) -> str:
+def plan_graph(view: PlanView, counted: Tallies | None = None) -> str:
     """The Mermaid text of the plan's graph (``flowchart``), without the fence."""
     if len(view.steps) <= GRAPH_STEPS_MAX:
         return "\n".join(_steps_graph(view))
-    return "\n".join(_groups_graph(view))
+    return "\n".join(_groups_graph(view, counted))
 
 
 def _style(status: str, *, next_start: bool = False) -> str:
@@ -140,9 +144,10 @@ def _steps_graph(view: PlanView) -> list[str]:
     return out
 
 
-class _Group:
-    """A box of a large plan's graph: the steps of one milestone (in one branch), or of every
-    milestone past the first :data:`_GROUPS_MAX` - 1 (``merged``: how many)."""
+class Tally:
+    """How many steps of one milestone in one branch are in each status (a box of a large
+    plan's graph: the steps of one milestone, in one branch or all, or of every milestone past
+    the first :data:`_GROUPS_MAX` - 1, ``merged`` of them)."""
 
     def __init__(self, branch: str | None, milestone: str | None) -> None:
         self.branch = branch
@@ -151,7 +156,7 @@ class _Group:
         self.first_failed: str | None = None
         self.merged = 0
 
-    def take(self, other: _Group) -> None:
+    def take(self, other: Tally) -> None:
         for status, n in other.counts.items():
             self.counts[status] += n
         self.first_failed = self.first_failed or other.first_failed
@@ -180,37 +185,51 @@ class _Group:
         return f'{node}["{"<br>".join(lines)}"]'
 
 
-def _pairs(view: PlanView) -> tuple[list[_Group], dict[str, int]]:
-    """One pass over the steps: each (branch, milestone) pair in plan order with its counts,
-    and the index of each step's pair."""
-    index: dict[tuple[str, str | None], int] = {}
-    pairs: list[_Group] = []
+@dataclass(frozen=True)
+class Tallies:
+    """One pass over a view's steps, which the page's picture and its Progress section both
+    count from: each (branch, milestone) pair in plan order with its counts (``pairs``) and
+    the index of each step's pair (``pair_of``)."""
+
+    pairs: list[Tally]
+    pair_of: dict[str, int]
+
+
+def tally(view: PlanView) -> Tallies:
+    """The view's steps counted per branch and milestone, in one pass."""
+    index: dict[tuple[str, str | None], tuple[int, dict[str, int]]] = {}
+    pairs: list[Tally] = []
     pair_of: dict[str, int] = {}
     for s in view.steps:
         key = (s.branch, s.milestone)
-        i = index.get(key)
-        if i is None:
-            i = index[key] = len(pairs)
-            pairs.append(_Group(*key))
-        g = pairs[i]
-        g.counts[s.status] += 1
-        if s.status == "failed" and g.first_failed is None:
-            g.first_failed = s.id
-        pair_of[s.id] = i
-    return pairs, pair_of
+        found = index.get(key)
+        if found is None:
+            pairs.append(Tally(*key))
+            found = index[key] = (len(pairs) - 1, pairs[-1].counts)
+        found[1][s.status] += 1
+        pair_of[s.id] = found[0]
+        if s.status == "failed" and pairs[found[0]].first_failed is None:
+            pairs[found[0]].first_failed = s.id
+    return Tallies(pairs, pair_of)
 
 
-def _boxes(pairs: list[_Group]) -> tuple[list[_Group], list[int], bool]:
+def _by_branch(pairs: list[Tally]) -> bool:
+    """Whether a large plan's boxes are per branch and milestone: several branches and at
+    most :data:`_GROUPS_MAX` pairs (else per milestone)."""
+    return len(pairs) <= _GROUPS_MAX and len({g.branch for g in pairs}) > 1
+
+
+def _boxes(pairs: list[Tally]) -> tuple[list[Tally], list[int], bool]:
     """The boxes (plan order, at most :data:`_GROUPS_MAX`: the last counts the rest), the box
     of each pair, and whether the boxes are per branch (else per milestone)."""
-    by_branch = len({g.branch for g in pairs}) > 1 and len(pairs) <= _GROUPS_MAX
+    by_branch = _by_branch(pairs)
     keys = [(g.branch if by_branch else None, g.milestone) for g in pairs]
     index: dict[tuple[str | None, str | None], int] = {}
     for key in keys:
         index.setdefault(key, len(index))
-    boxes = [_Group(*key) for key in list(index)[:_GROUPS_MAX]]
+    boxes = [Tally(*key) for key in list(index)[:_GROUPS_MAX]]
     if len(index) > _GROUPS_MAX:  # the last box counts every milestone from there on
-        boxes[-1] = _Group(None, None)
+        boxes[-1] = Tally(None, None)
         boxes[-1].merged = len(index) - (_GROUPS_MAX - 1)
     box_of = [min(index[key], _GROUPS_MAX - 1) for key in keys]
     for g, i in zip(pairs, box_of, strict=True):
@@ -218,9 +237,10 @@ def _boxes(pairs: list[_Group]) -> tuple[list[_Group], list[int], bool]:
     return boxes, box_of, by_branch
 
 
-def _groups_graph(view: PlanView) -> list[str]:
-    pairs, pair_of = _pairs(view)
-    boxes, box_of, by_branch = _boxes(pairs)
+def _groups_graph(view: PlanView, counted: Tallies | None) -> list[str]:
+    counted = counted or tally(view)
+    pair_of = counted.pair_of
+    boxes, box_of, by_branch = _boxes(counted.pairs)
     nxt = view.next_start
     nxt_box = box_of[pair_of[nxt]] if nxt in pair_of else None
     out = ["flowchart LR"]

@@ -39,7 +39,7 @@ from ...text.markdown import (
     table,
 )
 from ..plan_copy import PlanCopy, flow_run_url, normal_ledger_url
-from .graph import graph_section
+from .graph import Tallies, graph_section, tally
 
 __all__ = [
     "PAGE_EVENT_KINDS",
@@ -265,13 +265,14 @@ def render_plan_page(page: PageInput) -> str:
     out.append(f"**Updated:** {when(now, now)}" + ("  " if page.checkin else ""))
     if page.checkin:
         out.append(f"**This version:** published by the check-in “{cell(page.checkin, 200)}”")
-    out += graph_section(view)
+    counted = tally(view)  # one pass over the steps for the picture and the Progress section
+    out += graph_section(view, counted)
     out += review_section(page.plan, view, page.copy, now, page.ui_url, pause)
     out += _failed_section(page)
     out += _blocked_section(view)
     out += _goal_section(page.contract)
     out += acceptance_section(plan, view, page.states, now)
-    out += progress_section(plan, view)
+    out += progress_section(plan, view, counted)
     out += steps_section(view, page.states, now)
     out += receipts_section(view, now)
     out += metrics_section([r.finished for r in runs])
@@ -531,23 +532,25 @@ def _tally(counts: dict[str, int]) -> list[object]:
     ]
 
 
-def progress_section(plan: PlanSpec, view: PlanView) -> list[str]:
-    """Done and open steps per milestone and per branch."""
+def progress_section(plan: PlanSpec, view: PlanView, counted: Tallies | None = None) -> list[str]:
+    """Done and open steps per milestone and per branch (``counted``: the view's
+    :func:`~.graph.tally`, which the page's picture counts from too)."""
     headers = ["done", "running", "failed", "review", "blocked", "pending"]
     out = ["", "## Progress", ""]
-    # Counted in one pass over the steps (a 10,000-step plan has a hundred milestones).
+    # Summed from the one pass over the steps per branch and milestone (a 10,000-step plan has
+    # a hundred milestones).
     milestones: dict[str, dict[str, int]] = {}
     branches: dict[str, dict[str, int]] = {}
-    for s in view.steps:
-        m = s.milestone or "(no milestone)"
-        counts = milestones.get(m)
-        if counts is None:
-            counts = milestones[m] = dict.fromkeys(_STATUS_ORDER, 0)
-        counts[s.status] += 1
-        counts = branches.get(s.branch)
-        if counts is None:
-            counts = branches[s.branch] = dict.fromkeys(_STATUS_ORDER, 0)
-        counts[s.status] += 1
+    for pair in (counted or tally(view)).pairs:
+        for name, into in (
+            (pair.milestone or "(no milestone)", milestones),
+            (pair.branch, branches),
+        ):
+            counts = into.get(str(name))
+            if counts is None:
+                counts = into[str(name)] = dict.fromkeys(_STATUS_ORDER, 0)
+            for status, n in pair.counts.items():
+                counts[status] += n
     if len(milestones) > 1 or next(iter(milestones)) != "(no milestone)":
         rows = [[cell(m, 80), *_tally(counts)] for m, counts in milestones.items()]
         active = f" — active: {code(view.active_milestone)}" if view.active_milestone else ""
