@@ -6,9 +6,12 @@ already has — no ledger read.
   coloured by status (one ``classDef`` per status), its dependencies as arrows, the steps of a
   milestone in a group (``subgraph``); the failed steps say so and the next start has a thick
   yellow border.
-- A larger plan: one box per milestone — per milestone and branch when the plan has branches,
-  each branch a group — with how many of its steps are in each status, coloured by the most
-  urgent of them, and arrows where steps of one box depend on steps of another.
+- A larger plan: one box per milestone — per milestone and branch when the plan has branches
+  and at most :data:`_GROUPS_MAX` such pairs, each branch a group — with how many of its steps
+  are in each status, coloured by the most urgent of them, and arrows where steps of one box
+  depend on steps of another; at most :data:`_GROUPS_MAX` boxes (the last counts the rest).
+
+At most :data:`_EDGES_MAX` arrows are drawn (Mermaid refuses more than 500).
 
 Every piece of user text (ids, titles, milestone and branch names) goes through
 :func:`prefect_waymark.text.mermaid.label`; the graph's own node names are ``s<n>``, ``g<n>``
@@ -30,7 +33,7 @@ __all__ = ["GRAPH_STEPS_MAX", "Tallies", "Tally", "graph_section", "plan_graph",
 GRAPH_STEPS_MAX = 40
 #: At most this many boxes in a large plan's graph (the rest are counted in one more box).
 _GROUPS_MAX = 60
-#: At most this many arrows (Mermaid refuses a graph of more than 500 edges).
+#: At most this many arrows.
 _EDGES_MAX = 300
 
 #: Fill, text and border colour per status, readable on the UI's dark code-block background.
