@@ -48,7 +48,6 @@ and its last log line, "Finished in state NeedsReview('needs review at …')").
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -179,26 +178,9 @@ def final_state(summary: RunSummary, view: PlanView, ledger: Ledger) -> State[An
     return Cancelled(name=name, message=line, data=stop)  # neither failed nor done
 
 
-def _ui_base(ui_url: str) -> str:
-    """The UI's base for links: Prefect 3.9's server serves its default UI ("v2") under
-    ``/v2`` (its ``/ui-settings`` says so); Prefect's own log links use the v1 paths at the root,
-    which Prefect Cloud uses too."""
-    import httpx
-
-    try:
-        resp = httpx.get(f"{ui_url}/ui-settings", timeout=3.0)
-        settings = json.loads(resp.text) if resp.status_code == 200 else {}
-    except (httpx.HTTPError, ValueError):
-        settings = {}
-    if isinstance(settings, dict) and settings.get("default_ui") == "v2":
-        prefix = str(settings.get("v2_base_url") or "/v2")
-        return ui_url.rstrip("/") + "/" + prefix.strip("/")
-    return ui_url.rstrip("/")
-
-
 def _plan_page(flow_run_id: str, plan_id: str) -> tuple[str, str] | None:
     """This run's version of the plan page: (artifact id, key). Its key is
-    ``waymark-<plan>-<copy id>`` (markers/plan_copy.py); the run artifacts add a suffix."""
+    ``waymark-<plan>-<copy id>-plan-page`` (markers/plan_copy.py)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         ArtifactFilter,
@@ -232,9 +214,10 @@ def ui_links(flow_run_id: str | None, plan_id: str, ui_url: str | None = None) -
         ui_url = PREFECT_UI_URL.value()
     if not ui_url or not flow_run_id:
         return {}
+    from ..markers.plan_copy import ui_pages
     from ..markers.plan_page.publish import created_page
 
-    base = _ui_base(ui_url)
+    base = ui_pages(ui_url)
     links = {"flow run": f"{base}/runs/flow-run/{flow_run_id}"}
     # Made by this process's run (``waymark run``): known; else asked of the server.
     page = created_page(flow_run_id, plan_id) or _plan_page(flow_run_id, plan_id)

@@ -132,7 +132,7 @@ def test_the_ui_shows_where_the_plan_stands(
     page.goto(failed["plan page"])
     expect(page.get_by_text("figure check failed: Q4 growth is stale").first).to_be_visible()
     expect(page.get_by_text(re.compile(r"Next start: check-figures")).first).to_be_visible()
-    page.screenshot(path=str(shots / "plan-page.png"))
+    # (plan-page.png: test_the_flow_run_leads_to_the_plan_page_and_its_graph, below)
     # ... and as the resume left it: complete.
     page.goto(done["plan page"])
     expect(page.get_by_text(re.compile(r"complete · 6/6 done")).first).to_be_visible()
@@ -188,3 +188,62 @@ def test_stopped_runs_are_not_green_in_the_runs_list(
         page.get_by_role("tab", name="Details").click()
         expect(page.get_by_text("State Message")).to_be_visible()
         expect(page.get_by_text(line, exact=True)).to_be_visible()
+
+
+# --- The plan page: one click from the flow run, with the plan's graph ---------------------
+
+
+#: The Mermaid graph as the UI draws it: an svg inside the artifact's Markdown.
+GRAPH = '[data-testid="markdown-display"] svg[aria-roledescription^="flowchart"]'
+
+
+def test_the_flow_run_leads_to_the_plan_page_and_its_graph(
+    prefect_server: str, tmp_path: Path, page: Any, shots: Path
+) -> None:
+    """The flow run's page opens on its logs; an early line links this run's version of the
+    plan page (the UI makes the address a link, opened in a new tab): one click. The page opens
+    with the plan's graph — drawn, not only written — and its card says "plan page"."""
+    from playwright.sync_api import expect
+
+    work = tmp_path / "research-report"
+    src = ROOT / "examples" / "research_report"
+    shutil.copytree(src, work, ignore=shutil.ignore_patterns("run_demo.py", "__pycache__"))
+    failed = _waymark(work, "run", "--executor", "ui-page-1", expect=1)
+    plan_page = failed["plan page"]
+    assert re.fullmatch(r".*/v2/artifacts/artifact/[0-9a-f-]{36}", plan_page), plan_page
+
+    page.goto(failed["flow run"])  # the Logs tab: what the flow run's page shows first
+    link = page.get_by_role("link", name=plan_page, exact=True)
+    expect(link).to_be_visible()
+    with page.context.expect_page() as opened:
+        link.click()
+    tab = opened.value
+    try:
+        tab.set_default_timeout(TIMEOUT_MS)
+        tab.wait_for_load_state()
+        assert tab.url == plan_page
+        expect(tab.get_by_role("heading", name="Quarterly research report")).to_be_visible()
+        graph = tab.locator(GRAPH)
+        expect(graph).to_have_count(1)
+        expect(graph).to_be_visible()
+        # the failed step's box, in red, marked failed and as the next start
+        box = graph.locator("g.node.next")
+        expect(box).to_have_count(1)
+        expect(box).to_contain_text("check-figures")
+        expect(box).to_contain_text("failed · next start")
+        expect(graph.locator("g.node.completed")).to_have_count(3)
+        expect(graph.locator("g.node.blocked")).to_have_count(2)
+        for milestone in ("collect", "analyse", "write", "publish"):
+            expect(graph.locator(".cluster").filter(has_text=milestone).first).to_be_visible()
+        # a metric of a feature the example does not use reads "not used", not 0 %
+        expect(tab.get_by_text("not used").first).to_be_visible()
+        tab.screenshot(path=str(shots / "plan-page.png"))
+    finally:
+        tab.close()
+
+    # Among the run's artifacts, the plan page's card says what it is.
+    page.goto(failed["flow run"] + "?tab=Artifacts")
+    card = page.locator('a[href*="/artifacts/artifact/"]').filter(has_text="-plan-page")
+    expect(card).to_have_count(1)
+    assert plan_page.endswith(str(card.get_attribute("href")))
+    expect(card).to_contain_text("Plan page · failed at check-figures")
