@@ -42,7 +42,7 @@ def build_deployment(
         ),
         # Load the flow by module path: run_plan lives in a package (relative imports).
         entrypoint_type=EntrypointType.MODULE_PATH,
-        # Its runs carry these tags and name themselves `<plan id> · <executor> · <time>`.
+        # Its runs carry these tags and name themselves `<plan id> · <time> · <executor>`.
         tags=run_tags(plan.plan_id),
         description=f"Advance plan {plan.plan_id!r} ({plan.title}) by up to {max_steps} steps.",
     )

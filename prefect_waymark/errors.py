@@ -23,6 +23,7 @@ WaymarkError
 │   ├── ForbiddenActionError  a step tried an action the goal contract forbids
 │   ├── SubplanFailed         a ``plan:`` step's sub-plan failed or stopped; carries its summary
 │   └── PlanRunFailed         a run ended with failed steps; carries the run's summary
+├── PlanRunStopped            a run stopped before the plan was done; carries the run's summary
 ├── NeedsReview               a step must stop for a person (the run records needs_review)
 │   └── OutcomeUnknownError   an action's intent was written but no receipt: did it happen?
 ├── ReviewError               a review decision cannot be applied (no such step, nothing to review)
@@ -83,6 +84,7 @@ __all__ = [
     "PlanError",
     "PlanProblem",
     "PlanRunFailed",
+    "PlanRunStopped",
     "ReceiptConflictError",
     "RefConfigError",
     "ResolverError",
@@ -276,10 +278,13 @@ class ForbiddenActionError(StepError):
 
 
 class _RunOutcome(Protocol):
-    """What a failed run's summary (:class:`~prefect_waymark.run.summary.RunSummary`) tells this
-    error; named structurally so that errors.py imports nothing of the package."""
+    """What a run's summary (:class:`~prefect_waymark.run.summary.RunSummary`) tells these
+    errors; named structurally so that errors.py imports nothing of the package."""
 
     plan_id: str
+
+    @property
+    def result(self) -> str: ...  # completed, stopped, needs_review or failed
 
     @property
     def failed_list(self) -> str: ...  # the failed steps on one line, capped
@@ -292,6 +297,21 @@ class PlanRunFailed(StepError):
     def __init__(self, summary: _RunOutcome) -> None:
         self.summary = summary
         super().__init__(f"plan {summary.plan_id}: step(s) failed: {summary.failed_list}")
+
+
+class PlanRunStopped(WaymarkError):
+    """A run stopped before the plan was done — a budget, ``--until`` or a busy branch
+    (``stopped``), a stop for review (``needs_review``) or an aborted plan — and its flow run
+    ends Cancelled or Failed (run/prefect_ui.py). It carries the run's summary (a
+    :class:`~prefect_waymark.run.summary.RunSummary`): ``state.result()`` of such a run raises
+    it; ``run_plan(...)`` called as a function returns the summary dict instead."""
+
+    def __init__(self, summary: _RunOutcome) -> None:
+        self.summary = summary
+        super().__init__(f"plan {summary.plan_id}: {summary.result}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.summary,))
 
 
 class NeedsReview(WaymarkError):

@@ -26,7 +26,7 @@ from ..ledger.receipts import ReceiptRecord
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..review.gate import ReviewGate
-from ..text.commands import waymark_command
+from ..text.commands import review_command, waymark_command
 from ..text.lists import capped_list
 from .anchor import reanchor
 from .identity import agent_run_id, item_ids
@@ -80,8 +80,12 @@ def _stop(plan: PlanSpec, ledger: Ledger, run_id: str, step: StepSpec, verdict: 
             f"step {step.id} was moved on by another run meanwhile ({verdict.reason}); "
             f"`{waymark_command('next', plan.source)}` says where it stands"
         )
-    word = "refused" if outcome == "refused" else "stopped for review"
-    raise CheckinStopped(f"step {step.id} {word}: {verdict.reason}")
+    if outcome == "refused":
+        raise CheckinStopped(f"step {step.id} refused: {verdict.reason}")
+    raise CheckinStopped(
+        f"step {step.id} stopped for review: {verdict.reason}; answer with "
+        f"`{review_command(plan.source, step.id)}`"
+    )
 
 
 def refused_before(st: StepState | None) -> bool:

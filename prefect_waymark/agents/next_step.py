@@ -20,7 +20,7 @@ from ..ledger.progress_view import PlanView, build_view, stale_words
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec, StepSpec
 from ..run import exit_codes
-from ..text.commands import waymark_command
+from ..text.commands import review_command, waymark_command
 from .anchor import reanchor
 from .checkin import (
     CheckinStopped,
@@ -229,9 +229,8 @@ def _why_nothing(plan: PlanSpec, view: PlanView, states: dict[str, StepState], e
     if view.needs_review:
         item = view.needs_review[0]
         return (
-            f"needs review: step {item['step']} ({item.get('reason')}); answer with `"
-            + waymark_command("review", plan.source, "--step", item["step"])
-            + " --accept|--rerun|--abort`"
+            f"needs review: step {item['step']} ({item.get('reason')}); answer with "
+            f"`{review_command(plan.source, item['step'])}`"
         )
     mine = agent_run_id(executor) if executor else None
     for h in ledger.holds(plan.plan_id):

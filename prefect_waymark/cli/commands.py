@@ -18,7 +18,7 @@ from ._common import (
 from .agent_commands import block, done, fail_command, next_command, start, tick
 from .audit_command import export, replay, restore
 from .close_command import close, skip
-from .deploy_command import deploy, serve
+from .deploy_command import deploy, serve, worker
 from .import_command import import_plan
 from .init_command import init
 from .metrics_command import metrics
@@ -183,6 +183,7 @@ app.command()(close)
 app.command()(init)
 app.command()(deploy)
 app.command()(serve)
+app.command()(worker)
 app.command(name="next")(next_command)
 app.command()(start)
 app.command()(tick)
@@ -448,6 +449,20 @@ def server_status() -> None:
         raise typer.Exit(1)
     print(f"{info.api_url} (pid {info.pid}); UI at {info.ui_url}")
 
+
+def _one_line_summaries(group: typer.Typer) -> None:
+    """Each command's line in ``waymark --help``: its help's first paragraph on one line (typer's
+    rich help keeps a docstring's single line breaks there, mid-sentence)."""
+    import inspect
+
+    for info in group.registered_commands:
+        text = info.help or (info.callback.__doc__ if info.callback else None)
+        if info.short_help is None and text:
+            info.short_help = " ".join(inspect.cleandoc(text).split("\n\n")[0].split())
+
+
+_one_line_summaries(app)
+_one_line_summaries(server_app)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())

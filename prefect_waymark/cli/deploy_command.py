@@ -1,9 +1,12 @@
-"""``waymark deploy`` (a work-pool deployment of a plan) and ``waymark serve`` (the same, served
-from this process)."""
+"""``waymark deploy`` (a work-pool deployment of a plan), ``waymark serve`` (the same, served
+from this process) and ``waymark worker`` (Prefect's worker, on the server ``waymark run``
+finds)."""
 
 from __future__ import annotations
 
 import inspect
+import os
+import shlex
 import sys
 import typing
 from collections.abc import Callable
@@ -16,7 +19,7 @@ import typer
 from ._common import fail, load_or_exit, workdir_for
 from .options import LedgerOpt, MaxStepsOpt, PlanArg, ResultsOpt, WorkdirOpt
 
-__all__ = ["deploy", "serve"]
+__all__ = ["deploy", "serve", "worker", "worker_commands"]
 
 CronOpt = Annotated[
     str | None, typer.Option("--cron", help="Cron schedule, e.g. '0 9 * * 1-5' (weekdays 9:00).")
@@ -114,12 +117,17 @@ def _shared_options(command: Callable[..., None]) -> Callable[..., None]:
 
 def _prepare(
     opts: DeployOptions, source: str | None = None, branch: str | None = None
-) -> tuple[Any, str]:
-    """Check everything a deployment takes (exit 2 on bad input); return it and its schedule's
-    description."""
+) -> tuple[Any, str, str]:
+    """Check everything a deployment takes (exit 2 on bad input); return the deployment, its
+    schedule's description and the Prefect server's.
+
+    The server is chosen as ``waymark run`` chooses it (:func:`configure_prefect`) once the
+    options that need no Prefect are checked, and before anything imports Prefect (``flows``
+    does): Prefect reads ``PREFECT_API_URL`` as it is imported, and without it would start a
+    temporary server of its own for the deployment."""
     from ..errors import LedgerUrlError
-    from ..flows.deployment import DeploySchedule, build_deployment
     from ..ledger.urls import check_ledger_url, has_password
+    from .run_command import configure_prefect
 
     plan, workdir, ledger, results = opts.plan, opts.workdir, opts.ledger, opts.results
     cron, rrule, interval, timezone = opts.cron, opts.rrule, opts.interval, opts.timezone
@@ -156,6 +164,9 @@ def _prepare(
             )
     if opts.name is not None and not opts.name.strip():
         fail("--name: expected a deployment name")
+    where = configure_prefect()
+    from ..flows.deployment import DeploySchedule, build_deployment
+
     git = _git_source(plan, spec, source, branch, ledger, results, workdir)
     from ..closing.closed import deploy_refusal
 
@@ -190,7 +201,7 @@ def _prepare(
             f"--source {source}: cannot load waymark_flow.py:run_plan from a clone of it "
             f"({first}); is waymark_flow.py committed and pushed to that branch?"
         )
-    return deployment, schedule.describe()
+    return deployment, schedule.describe(), where
 
 
 def _git_source(
@@ -309,10 +320,7 @@ def deploy(
     A missing work pool is created as a process pool. With --source each run clones the git
     repository afresh and runs the plan from the clone.
     """
-    deployment, when = _prepare(opts, source, branch)
-    from .run_command import configure_prefect
-
-    where = configure_prefect()
+    deployment, when, where = _prepare(opts, source, branch)
     if opts.results is not None:  # every scheduled run would crash on it: refuse it now
         from .run_command import storage_problem
 
@@ -342,11 +350,63 @@ def deploy(
         rel = deployment.parameters["plan"]
         print(f"  each run clones {source}" + (f" (branch {branch})" if branch else ""))
         print(f"  and runs {rel} from the clone")
-        print("  start a worker (on any machine with waymark installed that can clone it):")
-    else:
-        print(f"  start a worker (on any machine that has the plan at {opts.plan.resolve()}):")
-    print(f"    prefect worker start --pool {pool}")
-    print(f"  run it now: prefect deployment run '{full}'")
+    where_workers = (
+        "any machine with waymark installed that can clone it"
+        if source is not None
+        else f"any machine that has the plan at {opts.plan.resolve()}"
+    )
+    for line in worker_commands(pool, where_workers):
+        print(line)
+    api = shlex.quote(os.environ.get("PREFECT_API_URL", ""))
+    print(f"  run it now: PREFECT_API_URL={api} prefect deployment run {shlex.quote(full)}")
+
+
+def worker_commands(pool: str, machines: str) -> list[str]:
+    """The lines ``deploy`` prints about starting a worker: whole commands that work as
+    printed, on the server this process chose (``PREFECT_API_URL`` is set by now)."""
+    from ..prefect_server.local import find_local_server
+
+    api = os.environ.get("PREFECT_API_URL", "")
+    explicit = f"PREFECT_API_URL={shlex.quote(api)} prefect worker start --pool {shlex.quote(pool)}"
+    local = find_local_server()
+    if local is None or local.api_url.rstrip("/") != api.rstrip("/"):  # a server of the team's
+        return [f"  start a worker (on {machines}):", f"    {explicit}"]
+    return [  # waymark's local server: 127.0.0.1 only, and its port may change on a restart
+        "  start a worker on this machine (it finds the local server as `waymark run` does):",
+        f"    waymark worker --pool {shlex.quote(pool)}",
+        f"  or, while this server runs: {explicit}",
+    ]
+
+
+def worker(
+    pool: Annotated[str, typer.Option("--pool", help="Work pool to take runs from.")],
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", help="Run at most this many flow runs at once (default: any)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The worker's name.")] = None,
+) -> None:
+    """Start a Prefect worker (`prefect worker start`) on the server `waymark run` uses:
+    PREFECT_API_URL, else the local server (started again if it was stopped). Ctrl-C stops it."""
+    import os
+
+    from ..prefect_server.local import prefect_command
+    from .run_command import configure_prefect
+
+    if limit is not None and limit < 1:
+        fail("--limit: expected a number >= 1")
+    where = configure_prefect()
+    if not os.environ.get("PREFECT_API_URL"):  # WAYMARK_PREFECT_SERVER=ephemeral
+        fail(
+            "a worker needs a Prefect server that outlives it, not Prefect's ephemeral one: "
+            "unset WAYMARK_PREFECT_SERVER or set PREFECT_API_URL"
+        )
+    args = [*prefect_command(), "worker", "start", "--pool", pool]  # the pool's type decides
+    args += ["--limit", str(limit)] if limit is not None else []
+    args += ["--name", name] if name is not None else []
+    print(f"waymark: starting a worker on pool {pool!r}, {where}", file=sys.stderr)
+    sys.stderr.flush()
+    os.execv(args[0], args)  # the worker in this process: Ctrl-C and SIGTERM reach it
 
 
 def _ensure_pool(pool: str) -> bool:
@@ -372,10 +432,7 @@ def _ensure_pool(pool: str) -> bool:
 @_shared_options
 def serve(opts: DeployOptions) -> None:
     """Serve a deployment of the plan from this process (no work pool); Ctrl-C stops it."""
-    deployment, when = _prepare(opts)
-    from .run_command import configure_prefect
-
-    where = configure_prefect()
+    deployment, when, where = _prepare(opts)
     print(f"serving waymark-run-plan/{deployment.name} on {where}: {when} (Ctrl-C stops)")
     from prefect import serve as prefect_serve
 

@@ -67,7 +67,7 @@ def _print_table(plan_id: str, title: str, result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ..metrics.table import MUST_BE_ZERO, metric_rows
+    from ..metrics.table import MUST_BE_ZERO, NOT_USED, metric_rows
     from ._stdout import rich_stdout
     from .status_output import escape
 
@@ -78,7 +78,7 @@ def _print_table(plan_id: str, title: str, result: dict[str, Any]) -> None:
         table.add_column(col)
     for row in metric_rows(result):
         value = row["value"]
-        if row["key"] in MUST_BE_ZERO and value not in ("0", "-"):
+        if row["key"] in MUST_BE_ZERO and value not in ("0", "-", NOT_USED):
             value = f"[red]{value}[/]"
         table.add_row(row["metric"], value, row["made of"])
     console.print(table)

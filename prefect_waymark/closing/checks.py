@@ -18,7 +18,7 @@ from ..ledger.step_state import StepState
 from ..metrics.evidence import contract_evidence
 from ..models import GoalContract
 from ..plan.spec import PlanSpec
-from ..text.commands import waymark_command
+from ..text.commands import review_command, waymark_command
 
 __all__ = ["CloseCheck", "Unmet", "check_close", "duplicate_item_ids", "parse_evidence"]
 
@@ -102,8 +102,7 @@ def _step_problems(plan: PlanSpec, states: Mapping[str, StepState]) -> list[Unme
             out.append(
                 Unmet(
                     f"step {v.id} needs review ({v.review_reason})",
-                    f"answer it: `{waymark_command('review', src, '--step', v.id)} "
-                    "--accept|--rerun|--abort`",
+                    f"answer it: `{review_command(src, v.id)}`",
                 )
             )
         elif v.status == "in_progress":

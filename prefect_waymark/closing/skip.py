@@ -18,6 +18,7 @@ from ..ledger.event_writers import record_step_interrupted
 from ..ledger.events import EventKind, ProgressEvent
 from ..ledger.step_state import StepState
 from ..plan.spec import PlanSpec
+from ..text.commands import review_command
 from ..text.lists import capped_list
 from .closed import check_not_closed
 
@@ -45,7 +46,7 @@ def _refusal(plan: PlanSpec, step_id: str, st: StepState) -> str | None:
     if st.status == "needs_review":
         return (
             f"step {step_id!r} needs review ({st.review_reason}); answer it first: "
-            f"`waymark review {src} --step {step_id} --accept|--rerun|--abort` (a step that is "
+            f"`{review_command(src, step_id)}` (a step that is "
             "then pending or failed can be skipped)"
         )
     if st.open_actions:

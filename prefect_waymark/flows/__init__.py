@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .run_plan import PlanRunFailed, run_plan
+from .run_plan import PlanRunFailed, PlanRunStopped, run_plan
 
-__all__ = ["PlanRunFailed", "run_plan"]
+__all__ = ["PlanRunFailed", "PlanRunStopped", "run_plan"]

@@ -9,7 +9,8 @@ ledger URL), anything else through Prefect's; then secrets masked (``_masking``)
 flow run's parameters and its API and UI show them, so a ``ledger_url`` with a password goes as
 ``scheme://user:***@host/db`` (the run itself uses the URL its checked options hold). It is
 created, named, tagged and run as any ``@flow``; :func:`waymark_flow` names and tags
-``run_plan``'s runs.
+``run_plan``'s runs and makes it a :class:`PlanFlow`, whose call returns a stopped run's summary
+(its state is Cancelled or Failed, which Prefect's call would raise: run/prefect_ui.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
     from prefect.futures import PrefectFuture
 
-__all__ = ["JsonFlow", "json_flow", "waymark_flow"]
+__all__ = ["JsonFlow", "PlanFlow", "json_flow", "waymark_flow"]
 
 _SCALARS = (str, int, float, bool, type(None))
 _NOT_JSON = object()
@@ -86,6 +87,40 @@ class JsonFlow(Flow[P, R]):
         }
         return dict(mask_data(both))
 
+    def with_options(self, *args: Any, **kwargs: Any) -> Any:
+        """Prefect's :meth:`~prefect.Flow.with_options` (``run_plan.with_options(task_runner=
+        ...)``), whose copy is built as a plain ``Flow``: made this flow's class again, so the
+        copy keeps the masked parameters and :class:`PlanFlow`'s call (neither class holds
+        state of its own)."""
+        copy = super().with_options(*args, **kwargs)
+        copy.__class__ = type(self)
+        return copy
+
+
+class PlanFlow(JsonFlow[P, R]):
+    """``run_plan``'s flow: called as a function (no ``return_state``), a run that stopped
+    before the plan was done returns its summary dict, as a completed one does. Its flow run
+    still ends Cancelled (``Stopped``, ``Aborted``) or Failed (``NeedsReview``), whose data —
+    a :class:`~prefect_waymark.errors.PlanRunStopped` — Prefect's own call would raise; a failed
+    step still raises :class:`~prefect_waymark.errors.PlanRunFailed`. With
+    ``return_state=True`` the state is returned as Prefect returns it. A deployment's run is
+    started by Prefect's engine, not by this call: nothing changes there."""
+
+    # One signature for Prefect's overloads (the result, or the state with return_state=True).
+    def __call__(self, *args: Any, return_state: bool = False, **kwargs: Any) -> Any:  # type: ignore[override]
+        from prefect.client.schemas.objects import State
+
+        from ..errors import PlanRunStopped
+        from ..run.summary import RunSummary
+
+        state = super().__call__(*args, return_state=True, **kwargs)
+        if return_state or not isinstance(state, State):  # a visualisation's placeholder
+            return state
+        stopped = None if state.is_completed() else state.result(raise_on_failure=False)
+        if isinstance(stopped, PlanRunStopped) and isinstance(stopped.summary, RunSummary):
+            return stopped.summary.model_dump()
+        return state.result()
+
 
 def json_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:
     """``@flow(**options)``, made a :class:`JsonFlow`."""
@@ -96,9 +131,12 @@ def json_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:
     return wrap
 
 
-def waymark_flow(**options: Any) -> Callable[[Callable[P, R]], JsonFlow[P, R]]:
-    """``@flow(**options)`` as a :class:`JsonFlow` whose runs Prefect names and tags as they
+def waymark_flow(**options: Any) -> Callable[[Callable[P, R]], PlanFlow[P, R]]:
+    """``@flow(**options)`` as a :class:`PlanFlow` whose runs Prefect names and tags as they
     start (``flow_run_name``: :func:`~prefect_waymark.run.prefect_ui.run_name`)."""
     from ..run.prefect_ui import run_name
 
-    return json_flow(flow_run_name=run_name, **options)
+    def wrap(fn: Callable[P, R]) -> PlanFlow[P, R]:
+        return PlanFlow(fn=fn, flow_run_name=run_name, **options)
+
+    return wrap

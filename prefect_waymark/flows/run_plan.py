@@ -23,7 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..agents.flow_suspend import record_checkin_suspension
 from ..boundary import RunBoundary
-from ..errors import LedgerDamaged, PlanRunFailed
+from ..errors import LedgerDamaged, PlanRunFailed, PlanRunStopped
 from ..guards.base import GuardContext, Guards, Verdict
 from ..guards.completed import CompletedStepsGuard
 from ..guards.observers import RunObserver
@@ -66,7 +66,7 @@ from ..subplans.answers import settle_answered_subplans
 from ..subplans.forbidden import inherited_forbidden, inherited_guards, link_fields
 from ..subplans.run_step import run_subplan_step
 from ..tasks.step_context import StepContext
-from ..text.commands import waymark_command
+from ..text.commands import review_command
 from ..text.lists import capped_list
 from .json_flow import waymark_flow  # run_plan's runs named and tagged as they start
 from .next_start import failed_reason, failed_start, next_reason, stale_reason, waiting_reason
@@ -74,7 +74,7 @@ from .plan_loop import PlanLoop
 from .run_record import RunRecord, record_crash
 from .suspension import run_id_of_execution, suspend_run
 
-__all__ = ["AGENT_WAIT_ENV", "REVIEW_WAIT_ENV", "PlanRunFailed", "run_plan"]
+__all__ = ["AGENT_WAIT_ENV", "REVIEW_WAIT_ENV", "PlanRunFailed", "PlanRunStopped", "run_plan"]
 
 
 @waymark_flow(name="waymark-run-plan", log_prints=True, validate_parameters=False)
@@ -414,7 +414,7 @@ def _review_command(source: str, needs_review: list[dict[str, Any]]) -> str | No
     if not needs_review:
         return None
     step = str(needs_review[0]["step"])
-    return waymark_command("review", source, "--step", step) + " --accept|--rerun|--abort"
+    return review_command(source, step)
 
 
 def _stop_at_start(loop: PlanLoop, step_id: str, verdict: Verdict) -> bool:

@@ -4,10 +4,11 @@
 A harness runs the hook once per lifecycle event with the event as JSON on stdin. Both commands
 decide the same way (:mod:`prefect_waymark.hooks.decisions`) and differ only in the answer:
 Claude Code's hooks protocol (:mod:`prefect_waymark.hooks.claude_code`), or the decision's own
-JSON. Unlike the other commands, a hook never exits 2 — Claude Code reads exit 2 as "block
-this" — nor fails: bad stdin, a mistyped option, no plan configured, no ledger yet or an error
-inside are all an answer without a decision, exit 0, and one line on stderr. Nothing on the hook
-path imports Prefect.
+JSON. Unlike the other commands, a hook never exits 2 for bad input — Claude Code reads exit 2
+as "block this", and the hook exits 2 only for Claude Code's ``TaskCompleted`` block — nor
+fails: bad stdin, a mistyped option, no plan configured, no ledger yet or an error inside are
+all an answer without a decision, exit 0, and one line on stderr. Nothing on the hook path
+imports Prefect.
 
 :func:`main` is the one parser of ``waymark hook``'s arguments, written with the standard
 library: the hook runs before every tool call, and typer (which builds pydantic adapters for
@@ -40,8 +41,8 @@ HELP = (
 )
 #: The commands, with their one-line help.
 COMMANDS = {
-    "claude-code": "Answer one Claude Code hook event in Claude Code's hooks protocol (always "
-    "exit 0).",
+    "claude-code": "Answer one Claude Code hook event in Claude Code's hooks protocol (exit 0; "
+    "exit 2 only to keep a session task that names an unfinished step open).",
     "generic": 'The same decision, harness-neutral: {"event", "decision": allow|deny|block|none, '
     '"reason", "context", ...} (always exit 0). Also `waymark hook [EVENT] --json`.',
 }
@@ -210,12 +211,18 @@ def _out(got: HookArgs, d: Decision) -> str:
 
 def main(args: Sequence[str] | None = None, prog: str = "waymark hook") -> int:
     """Answer one hook event (``args``: those after ``hook``, default ``sys.argv[1:]``); the
-    exit code, always 0."""
+    exit code: 0, or 2 for Claude Code's TaskCompleted block (its reason alone on stderr)."""
     got = parse_args(sys.argv[1:] if args is None else args)
     if got.help is not None:
         print(help_text(got.help, prog))
         return 0
     d = _safe(got)
+    if got.command == "claude-code":
+        from .claude_code import blocks
+
+        if blocks(d):
+            print(d.reason or "the step is not checked in", file=sys.stderr)
+            return 2
     out = _out(got, d)
     if out:
         print(out)

@@ -16,18 +16,21 @@ The generic form (:meth:`Decision.as_generic`, ``waymark hook generic --json``):
      "notices": []}
 
 ``decision`` is ``deny`` (PreToolUse: do not run the tool call; ``reason`` says why),
-``block`` (Stop: do not end the turn; ``reason`` says what is missing), ``allow`` (checked,
-nothing against it: PreToolUse and Stop) or ``none`` (nothing decided: the other events, or the
-hook could not decide). ``context`` is text for the agent's context (SessionStart's next
-context, a re-anchor reminder), or null.
+``block`` (Stop: do not end the turn; TaskCompleted: do not close the session task that names
+the step; ``reason`` says what is missing), ``allow`` (checked, nothing against it: PreToolUse,
+Stop and TaskCompleted) or ``none`` (nothing decided: the other events, or the hook could not
+decide). ``context`` is text for the agent's context (SessionStart's next context, a re-anchor
+reminder, a subagent's first context), or null.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import HookNotRecorded, WaymarkError
 from .accepted import Enforced, enforced_forbidden
@@ -38,11 +41,20 @@ from .payload import EVENTS, HookInput
 from .settings import HookSettings
 from .texts import deny_reason, no_ledger_context, reminder, session_context, stop_reason
 
-__all__ = ["SCHEMA", "Decision", "Verdict", "decide"]
+if TYPE_CHECKING:
+    from ..plan.spec import PlanSpec
+
+__all__ = ["COMPACTED", "SCHEMA", "Decision", "Verdict", "decide", "named_steps"]
 
 #: The generic form's version; bumped on any change that is not an added key.
 SCHEMA = 1
 Verdict = Literal["allow", "deny", "block", "none"]
+#: The first line of SessionStart's context after a compaction (``source: compact``).
+COMPACTED = (
+    "The conversation was compacted. Re-read from the plan and its ledger: the goal, the "
+    "forbidden list, the current step and its acceptance items below stand as written here, "
+    "whatever the summary says."
+)
 log = logging.getLogger("prefect_waymark.hooks")
 
 
@@ -79,10 +91,9 @@ def decide(event: str | None, payload: HookInput, settings: HookSettings) -> Dec
     try:
         plan = load(settings, payload)
         d.plan_id = plan.plan_id
-        if event == "SessionStart":
-            _session_start(plan, payload, d)
-        elif event == "Stop":
-            _stop(plan, payload, d)
+        handler = _HANDLERS.get(event)
+        if handler is not None:
+            handler(plan, payload, d)
         else:
             _tool_or_prompt(event, plan, payload, d)
     except InvalidPlan as exc:
@@ -154,11 +165,25 @@ def _session_start(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
     with led:
         doc, _code = next_document(plan.spec, led, plan.workdir, d.executor)
     d.context = session_context(doc, d.executor)
+    if payload.source == "compact":  # the summary may shorten the story, never drop these
+        d.context = f"{COMPACTED}\n{d.context}"
     step = doc.get("step")
     d.step = step["id"] if step else None
     with updated_session(plan.workdir, payload.session_id) as s:
         s.goal = (doc.get("contract") or {}).get("goal")
         s.forbidden = list((doc.get("contract") or {}).get("forbidden") or [])
+
+
+def _subagent_start(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
+    """A subagent starts with the plan's anchor: the goal, the forbidden list and the
+    executor's step with its acceptance items (the re-anchor reminder's text, read the same way;
+    the subagent works under the executor's name, its check-in is the executor's)."""
+    with updated_session(plan.workdir, payload.session_id) as s:  # the parent session's
+        s.plan_id = plan.plan_id
+    _kept(s, d)
+    enforced = _enforced(plan, s.accepted_contract) if plan.facts.contract == "goal" else None
+    forbidden = enforced.forbidden if enforced is not None else _forbidden(plan, s)
+    d.context = _reminder(plan, d, None, _goal(plan, s), forbidden)
 
 
 def _kept(s: HookSession, d: Decision) -> None:
@@ -271,8 +296,10 @@ def _my_step(plan: LoadedPlan, d: Decision) -> str | None:
 
 
 def _reminder(
-    plan: LoadedPlan, d: Decision, count: int, goal: str | None, forbidden: list[str]
+    plan: LoadedPlan, d: Decision, count: int | None, goal: str | None, forbidden: list[str]
 ) -> str:
+    """The re-anchor text (``count`` prompts and tool calls since the last; ``None``: for a
+    subagent that starts)."""
     from ..ledger.progress_view import build_view
     from ..models import StepStatus
 
@@ -323,8 +350,48 @@ def _stop(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
         d.decision = "allow"
         d.notices.append("stop_hook_active: the turn already continued for a Stop hook; no block")
         return
+    _unfinished(plan, payload, d, None)
+
+
+def _task_completed(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
+    """A session task closed: the session's tasks are the low layer, the plan's step the high
+    one. A task that names one of the executor's steps (:func:`named_steps`) cannot close while
+    that step is open or was checked in without its evidence — the same block as ``Stop``; any
+    other task closes freely."""
+    named = named_steps(plan.spec, payload.task_subject)
+    if not named:
+        d.decision = "allow"
+        return
+    _unfinished(plan, payload, d, named)
+
+
+def named_steps(spec: PlanSpec, subject: str | None) -> set[str]:
+    """The steps a session task's subject names: the subject is the step's id or title, or
+    starts with the id followed by ``:``, `` - ``, ``—`` or ``–``, or says ``step <id>`` (case,
+    spacing and surrounding quotes aside). A subject that only uses the id as a word ("draft the
+    intro" beside a step ``draft``) names nothing: an agent's own sub-tasks of a step close freely.
+    ``waymark init --agent`` tells the agent to name the step's task ``STEP: title``."""
+    if not subject:
+        return set()
+    text = " ".join(subject.split()).strip(" .`'\"*").casefold()
+    found: set[str] = set()
+    for step in spec.steps:
+        sid = step.id.casefold()
+        title = (step.title or "").strip().casefold()
+        if text == sid or (title and text == title):
+            found.add(step.id)
+        elif re.match(rf"{re.escape(sid)}(?:\s*[:\u2014\u2013]|\s+-\s|$)", text):
+            found.add(step.id)
+        elif re.search(rf"(?<![\w-])step\s+`?{re.escape(sid)}`?(?![\w-])", text):
+            found.add(step.id)
+    return found
+
+
+def _unfinished(plan: LoadedPlan, payload: HookInput, d: Decision, only: set[str] | None) -> None:
+    """Block while one of the executor's steps (of ``only``, else any) is open, or was checked in
+    during this session without evidence for an acceptance item (told once per step and gap)."""
     if d.executor is None:
-        d.notices.append("no valid executor: Stop checks nothing")
+        d.notices.append(f"no valid executor: {d.event} checks nothing")
         return
     from ..models import StepStatus
 
@@ -337,7 +404,7 @@ def _stop(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
         s.plan_id = plan.plan_id
         for sid in plan.spec.topological_order():
             st = states.get(sid)
-            if st is None:
+            if st is None or (only is not None and sid not in only):
                 continue
             items = item_ids(plan.spec.step(sid).acceptance)
             if st.status == StepStatus.in_progress and st.run_id == mine:
@@ -362,3 +429,12 @@ def _stop(plan: LoadedPlan, payload: HookInput, d: Decision) -> None:
     d.decision = "block"
     d.step = (open_steps or done_missing)[0][0]
     d.reason = stop_reason(plan.path, d.executor, open_steps, done_missing)
+
+
+#: The events with their own handler (the prompt and tool events share :func:`_tool_or_prompt`).
+_HANDLERS: dict[str, Callable[[LoadedPlan, HookInput, Decision], None]] = {
+    "SessionStart": _session_start,
+    "Stop": _stop,
+    "TaskCompleted": _task_completed,
+    "SubagentStart": _subagent_start,
+}

@@ -42,6 +42,8 @@ HOOK_EVENTS: dict[str, tuple[str | None, int]] = {
     "UserPromptSubmit": (None, 10),
     "PreToolUse": ("*", 10),
     "Stop": (None, 10),
+    "TaskCompleted": (None, 10),
+    "SubagentStart": (None, 10),
 }
 BEGIN = "<!-- waymark:begin (written by `waymark init --agent`; edit outside these lines) -->"
 END = "<!-- waymark:end -->"
@@ -81,6 +83,10 @@ def loop_text(plan: str, executor: str, mcp: bool = False) -> str:
             f'(it waits for a person) or `{cmd.format("fail", "STEP ")} --reason "…"`. '
             "Never do what the contract forbids, and never repeat an irreversible action: "
             "waymark keeps its receipts. A stop for review is a person's to answer, not yours.",
+            "",
+            "If you keep a task list, name the step's task `STEP: title` (its id first): the "
+            "step's task closes only after the step's `done` with its evidence; your own "
+            "smaller tasks close freely.",
             *(
                 [
                     "",

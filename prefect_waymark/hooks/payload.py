@@ -1,7 +1,8 @@
 """The event a harness hands a hook on stdin, read leniently.
 
 The fields are Claude Code's (``session_id``, ``cwd``, ``hook_event_name``, ``tool_name``,
-``tool_input``, ``prompt``, ``stop_hook_active``, ``source``, ...); the generic form reads the
+``tool_input``, ``prompt``, ``stop_hook_active``, ``source``, ``task_subject``, ``agent_type``,
+...); the generic form reads the
 same names. Unknown fields are kept and ignored, a field of the wrong type counts as absent:
 a harness that adds fields, or sends a partial event, still gets an answer. Only input that is
 not a JSON object at all is refused, and the hook answers that without
@@ -18,7 +19,15 @@ from typing import Any
 __all__ = ["EVENTS", "HookInput", "event_name", "parse_payload"]
 
 #: The events the hook answers, by their Claude Code names.
-EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "TaskCompleted",
+    "SubagentStart",
+)
 _BY_KEY = {e.lower(): e for e in EVENTS}
 #: Enough for any tool input a harness sends (a Write of a big file); more is not an event.
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
@@ -41,6 +50,11 @@ class HookInput:
     tool_use_id: str | None = None
     stop_hook_active: bool = False
     agent_id: str | None = None
+    agent_type: str | None = None
+    #: TaskCompleted: the session task being closed (Claude Code's task list).
+    task_id: str | None = None
+    task_subject: str | None = None
+    task_description: str | None = None
     #: The fields the hook does not read, kept as given.
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 

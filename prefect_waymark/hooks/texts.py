@@ -111,7 +111,7 @@ def reminder(
     *,
     plan_id: str,
     plan_path: Path,
-    count: int,
+    count: int | None,
     goal: str | None,
     milestone: str | None,
     forbidden: list[str],
@@ -119,9 +119,14 @@ def reminder(
     step: dict[str, Any] | None,
     standing: str | None,
 ) -> str:
-    """The re-anchor reminder: goal, milestone, forbidden list, the current step."""
-    lines = [f"waymark re-anchor after {count} prompts and tool calls: plan {plan_id}"
-             + (f" ({standing})" if standing else "")]  # fmt: skip
+    """The re-anchor reminder: goal, milestone, forbidden list, the current step (``count``:
+    prompts and tool calls since the last; ``None``: a subagent's first context)."""
+    why = (
+        f"waymark re-anchor after {count} prompts and tool calls"
+        if count is not None
+        else "waymark: this subagent works on the plan's step, under its goal contract"
+    )
+    lines = [f"{why}: plan {plan_id}" + (f" ({standing})" if standing else "")]  # fmt: skip
     if goal:
         lines.append(f"Goal: {goal}")
     if milestone:

@@ -1,13 +1,14 @@
 """Prefect artifacts of a run. Keys carry the plan copy (:mod:`.plan_copy`):
 
-- ``waymark-<plan>-<copy>``: the plan page (:mod:`.plan_page`), one version per run;
+- ``waymark-<plan>-<copy>-plan-page``: the plan page (:mod:`.plan_page`), one version per run;
 - ``waymark-<plan>-<copy>-marker``: what this run did, in words (:mod:`.run_marker_page`), one
   version per run, with the run's identity in the artifact's metadata;
 - ``waymark-<plan>-<copy>-steps``: a table of every step after the run;
 - ``waymark-<plan>-<copy>-progress``: a progress bar updated as steps complete.
 
 Every description is the plan's live one-line summary (``failed at check-figures · 3/6 done ·
-next: check-figures``) followed by the copy (``copy 3f9a2c1d · /home/me/report``).
+next: check-figures``) followed by the copy (``copy 3f9a2c1d · /home/me/report``); the plan
+page's starts with ``Plan page · ``.
 """
 
 from __future__ import annotations

@@ -142,12 +142,15 @@ def publish_checkin_artifacts(
     states = ledger.step_states(plan.plan_id)
     view = build_view(plan, dict(states))
     page = PlanPagePublisher(plan, ledger, workdir, run_id=f"check-in {what}")
-    markdown, description = page.render(live=False, states=states, view=view, ui_url=_ui_url(api))
+    markdown, description = page.render(
+        live=False, states=states, view=view, ui_url=_ui_url(api), checkin=what
+    )
     copy = plan_copy(plan.plan_id, ledger, str(workdir))
     meta = {**copy.metadata(), "check-in": what[:400]}
+    line = f"{page.line} — {copy.label} · check-in: {what}"
     sends = [
-        (copy.key(), "markdown", markdown, description),
-        (copy.key("steps"), "table", steps_table(view), f"{description} · check-in: {what}"),
+        (copy.page_key(), "markdown", markdown, description),
+        (copy.key("steps"), "table", steps_table(view), line),
     ]
     end = time.monotonic() + CHECKIN_DEADLINE
     try:

@@ -5,13 +5,16 @@ artifacts must not mix: every artifact key carries a short **copy id**, the firs
 sha256 over the ledger's identity (``ledger_id``, a UUID written when the ledger was created) and
 its URL (password masked, a relative SQLite path made absolute). The default ledger lives in the
 workdir, so two workdirs are two copies; runners that share one ledger (a team's PostgreSQL) share
-one plan state and so one copy. Keys: ``waymark-<plan>-<copy>`` for the plan page and
-``waymark-<plan>-<copy>-marker|steps|progress`` for the run artifacts.
+one plan state and so one copy. Keys: ``waymark-<plan>-<copy>-plan-page`` for the plan page
+(the card a person opens: its name says so) and
+``waymark-<plan>-<copy>-marker|steps|progress|metrics`` for the run artifacts.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from ..ledger.base import LedgerReader
 
 __all__ = [
+    "PAGE_SUFFIX",
     "PlanCopy",
     "artifact_url",
     "flow_run_url",
@@ -32,6 +36,8 @@ __all__ = [
     "normal_ledger_url",
     "plan_copy",
     "ui_base_url",
+    "ui_pages",
+    "version_url",
 ]
 
 _SQLITE = re.compile(r"^(sqlite(?:\+[A-Za-z0-9_]+)?):///([^?]*)(\?.*)?$")
@@ -47,14 +53,18 @@ def normal_ledger_url(url: str) -> str:
     return shown
 
 
+#: The plan page's key ends so: ``waymark-<plan>-<copy>-plan-page``.
+PAGE_SUFFIX = "plan-page"
+
+
 def is_page_key(key: str, plan_id: str) -> bool:
-    """Whether ``key`` names a version of the plan's page, ``waymark-<plan>-<copy id>``
-    (:meth:`PlanCopy.key` without a suffix; a run artifact's key has one)."""
+    """Whether ``key`` names a version of the plan's page, ``waymark-<plan>-<copy id>-plan-page``
+    (:meth:`PlanCopy.page_key`)."""
     prefix = artifact_key(plan_id, "")
-    return key.startswith(prefix) and _COPY_ID.fullmatch(key[len(prefix) :]) is not None
+    return key.startswith(prefix) and _PAGE_END.fullmatch(key[len(prefix) :]) is not None
 
 
-_COPY_ID = re.compile("[0-9a-f]{8}")
+_PAGE_END = re.compile(f"[0-9a-f]{{8}}-{PAGE_SUFFIX}")
 
 
 @dataclass(frozen=True)
@@ -67,9 +77,13 @@ class PlanCopy:
     ledger: str  # the ledger URL, password masked
     ledger_id: str | None = None
 
-    def key(self, suffix: str = "") -> str:
-        """``waymark-<plan>-<copy>`` (the plan page), or with ``-<suffix>`` (run artifacts)."""
-        return artifact_key(self.plan_id, self.copy_id + (f"-{suffix}" if suffix else ""))
+    def key(self, suffix: str) -> str:
+        """``waymark-<plan>-<copy>-<suffix>``: ``marker``, ``steps``, ``progress``, ``metrics``."""
+        return artifact_key(self.plan_id, f"{self.copy_id}-{suffix}")
+
+    def page_key(self) -> str:
+        """The plan page's key, ``waymark-<plan>-<copy>-plan-page``."""
+        return self.key(PAGE_SUFFIX)
 
     @property
     def label(self) -> str:
@@ -110,6 +124,29 @@ def ui_base_url() -> str | None:
     except Exception:  # noqa: BLE001 - links are a convenience; a page without them still reads
         return None
     return str(value).rstrip("/") if value else None
+
+
+@functools.lru_cache(maxsize=8)
+def ui_pages(ui_url: str) -> str:
+    """The base of the UI's page links: Prefect 3.9's server serves its default UI ("v2") under
+    ``/v2`` (its ``/ui-settings`` says so; asked once per process and address); Prefect's own
+    log links use the v1 paths at the root, which Prefect Cloud uses too."""
+    import httpx
+
+    try:
+        resp = httpx.get(f"{ui_url}/ui-settings", timeout=3.0)
+        settings = json.loads(resp.text) if resp.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError):
+        settings = {}
+    if isinstance(settings, dict) and settings.get("default_ui") == "v2":
+        prefix = str(settings.get("v2_base_url") or "/v2")
+        return ui_url.rstrip("/") + "/" + prefix.strip("/")
+    return ui_url.rstrip("/")
+
+
+def version_url(ui_url: str | None, artifact_id: str) -> str | None:
+    """One version of an artifact (the plan page as one run left it) in the UI's pages."""
+    return f"{ui_pages(ui_url)}/artifacts/artifact/{artifact_id}" if ui_url else None
 
 
 def flow_run_url(ui_url: str | None, flow_run_id: str | None) -> str | None:

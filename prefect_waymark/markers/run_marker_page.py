@@ -82,7 +82,7 @@ def render_run_marker(
     skipped, _ = skip_counts(marker)
     nxt = marker.get("next_start") or {}
     run_link = link("flow run", flow_run_url(ui_url, marker.get("flow_run_id")))
-    page_link = link("the plan page", artifact_url(ui_url, copy.key()))
+    page_link = link("the plan page", artifact_url(ui_url, copy.page_key()))
     out = [
         f"# Run of {view.title or marker['plan_id']} — {marker['result']}",
         "",

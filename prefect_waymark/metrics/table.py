@@ -1,12 +1,18 @@
 """The metrics as rows for people: the ``waymark metrics`` table, the run's table artifact and
-the plan page's section show the same three columns — metric, value, what it is made of."""
+the plan page's section show the same three columns — metric, value, what it is made of.
+
+A metric that measures a feature the plan does not use reads "not used", never 0 %: acceptance
+coverage of a plan whose steps never name the contract item they serve (``serves``),
+verification coverage without a ``verify: true`` step, duplicate side effects without an
+irreversible action (``action``). A metric with nothing to measure yet (no resumed run, no
+decision on a state ref) reads ``-``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["LABELS", "MUST_BE_ZERO", "metric_rows", "shown_value"]
+__all__ = ["LABELS", "MUST_BE_ZERO", "NOT_USED", "metric_rows", "not_used", "shown_value"]
 
 LABELS = {
     "plan_omission_rate": "plan omission rate",
@@ -29,6 +35,21 @@ def shown_value(name: str, value: Any) -> str:
     if name in ("goal_drift_events", *MUST_BE_ZERO):
         return str(value)
     return f"{100 * float(value):.1f}%"
+
+
+#: The value shown for a metric of a feature the plan does not use.
+NOT_USED = "not used"
+
+
+def not_used(name: str, m: Mapping[str, Any]) -> str | None:
+    """Why the metric does not apply to the plan (the feature it measures, unused), or None."""
+    if name == "acceptance_coverage" and m.get("steps_serving") == 0:
+        return "no step names a contract item it serves (serves:)"
+    if name == "verification_coverage" and m.get("verify_steps") == 0:
+        return "no step has verify: true"
+    if name == "duplicate_side_effects" and m.get("keys") == 0:
+        return "no irreversible action (action:) ran"
+    return None
 
 
 def _omission(m: Mapping[str, Any]) -> str:
@@ -99,12 +120,11 @@ def metric_rows(metrics: Mapping[str, Any]) -> list[dict[str, str]]:
             made_of = _MADE_OF[name](m)
         except (KeyError, TypeError, ValueError):  # a document of another version
             made_of = ""
+        value = shown_value(name, m.get("value"))
+        why = not_used(name, m)
+        if why is not None:
+            value, made_of = NOT_USED, why
         rows.append(
-            {
-                "key": name,
-                "metric": LABELS.get(name, name),
-                "value": shown_value(name, m.get("value")),
-                "made of": made_of,
-            }
+            {"key": name, "metric": LABELS.get(name, name), "value": value, "made of": made_of}
         )
     return rows

@@ -70,6 +70,7 @@ class VerificationCoverage(Metric):
             "value": ratio(len(covered), len(units)),
             "units": len(units),
             "covered": len(covered),
+            "verify_steps": sum(len(v) for v in verifiers.values()),
             **capped(detail),
         }
 

@@ -44,6 +44,7 @@ __all__ = [
     "ensure_local_server",
     "find_local_server",
     "known_api_url",
+    "prefect_command",
     "stop_local_server",
     "ui_api_url",
 ]
@@ -123,13 +124,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _prefect_cmd() -> list[str]:
+def prefect_command() -> list[str]:
+    """Prefect's own ``prefect`` command: the one beside this Python, else on ``PATH``."""
     exe = Path(sys.executable).parent / "prefect"
     if exe.exists():
         return [str(exe)]
     found = shutil.which("prefect")
     if found is None:
-        raise WaymarkError("cannot find the `prefect` command to start a local server")
+        raise WaymarkError("cannot find the `prefect` command (is Prefect installed?)")
     return [found]
 
 
@@ -163,7 +165,7 @@ def _prefect(*args: str, env: dict[str, str], log: Path) -> int:
     server it starts); its output goes to ``log``. Returns its exit code."""
     with open(log, "ab") as out:
         return subprocess.run(
-            [*_prefect_cmd(), *args],
+            [*prefect_command(), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -179,7 +181,7 @@ def _start_detached(args: tuple[str, ...], env: dict[str, str], log: Path) -> in
     that closes with it), nothing to read on stdin. Returns its pid."""
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [*_prefect_cmd(), *args],
+            [*prefect_command(), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

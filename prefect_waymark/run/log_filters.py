@@ -5,7 +5,11 @@ non-zero, a run that ends because a step failed or because the ledger cannot be 
 traceback points into waymark's own code and says nothing the one-line error does not; the
 step's output tail is logged separately; a full disk is its one line too. These filters drop
 the traceback for those exception types only — a ``call:`` step's own exception keeps its
-traceback. A last filter masks secrets (``_masking``) in every record of those loggers — the
+traceback. A run that stopped before the plan was done ends Cancelled or Failed with a
+:class:`~prefect_waymark.errors.PlanRunStopped` as its data, which Prefect's engine raises once
+more as a deployment's run ends and logs as "Engine execution exited with unexpected
+exception": that record is dropped (Prefect's "Finished in state Stopped(...)" line says it). A
+last filter masks secrets (``_masking``) in every record of those loggers — the
 line and its traceback — before a handler sends it to the terminal, a file or Prefect's API.
 """
 
@@ -25,7 +29,11 @@ class _DropExpectedTracebacks(logging.Filter):
         self.types = types
 
     def filter(self, record: logging.LogRecord) -> bool:
+        from ..errors import PlanRunStopped
+
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, PlanRunStopped):  # a stop, not an error: said by "Finished in state"
+            return False
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             # A full disk (Prefect's own result write, say): its one line, not a traceback
             record.msg, record.args = f"{record.getMessage()}: {exc}", None

@@ -1,35 +1,53 @@
 """How a run shows in the Prefect UI: its flow run's name, tags and final state, and the links
 ``waymark run`` prints.
 
-A flow run of ``run_plan`` is named ``<plan_id> · <executor> · <local date and time>`` and tagged
-``waymark`` and ``plan:<plan_id>`` however it was started (``waymark run``, a deployment, a Python
-call). Its final state says the plan's outcome:
+A flow run of ``run_plan`` is named ``<plan_id> · <local date and time> · <executor>`` (plan and
+date first: the runs list cuts a long name at its end, and a deployment's executor is the
+worker's long name) and tagged ``waymark`` and ``plan:<plan_id>`` however it was started
+(``waymark run``, a deployment, a Python call). Its final state says the plan's outcome, and its
+type — which decides the badge's colour and icon in the runs list — never says "done" for a run
+that stopped before the plan was:
 
 =================  =====================================  ====================================
-summary result     Prefect state (type, name)             why this type
+summary result     Prefect state (type, name)             badge in the runs list (3.9)
 =================  =====================================  ====================================
-completed          COMPLETED ``Completed``                the plan is done
-stopped            COMPLETED ``Stopped``                  a budget, ``--until`` or a busy branch
-                                                          ended the run; the next run goes on
-needs_review       COMPLETED ``NeedsReview``              the run stopped safely for a person
-aborted plan       COMPLETED ``Aborted``                  a person aborted the plan
-failed             FAILED ``Failed``                      a step failed (or the run broke)
-interrupted        CRASHED ``Crashed``                    Prefect's own: SIGINT / SIGTERM
+completed          COMPLETED ``Completed``                green, a check: the plan is done
+stopped            CANCELLED ``Stopped``                  grey, a "ban" sign: neither failed
+                                                          nor done; the next run goes on
+needs_review       FAILED ``NeedsReview``                 red, a cross: a person must act
+aborted plan       CANCELLED ``Aborted``                  grey: a person called the plan off
+failed             FAILED ``Failed``                      red, a cross: a step failed
+interrupted        CRASHED ``Crashed``                    orange: Prefect's own (SIGINT/TERM)
 =================  =====================================  ====================================
 
-Why not FAILED, CANCELLED or PAUSED for a review stop or an abort: PAUSED is not final (the run
-would look resumable while no process waits); FAILED and CANCELLED make ``run_plan(...)`` raise
-instead of returning the summary and count a safe stop as an error. The state *name* carries the
-outcome instead: the UI shows it on the badge, its "State names" filter lists it, and each final
-state emits the event ``prefect.flow-run.<name>`` that an automation can match
-(``prefect.flow-run.NeedsReview``, ``prefect.flow-run.Aborted``). The state message is the plan's
-one line (``failed at check-figures · 3/6 done · next: check-figures``), as the artifact
-descriptions say it (:func:`~prefect_waymark.markers.plan_page.render.plan_line`).
+Why these types (looked at in Chromium on Prefect 3.9.1's runs list, whose badge colour and
+icon come from the type alone, the name being only its text): COMPLETED gives every name a
+green check, so a run waiting for a person read as done. Prefect has no final "attention" type:
+PAUSED (grey-purple) is not final — the run would look resumable while no process waits — and
+CRASHED (orange, a crashed-server icon) means the infrastructure failed, which Prefect itself
+uses for interrupted runs. FAILED is the one final type that asks for a person; CANCELLED, grey,
+is neither failed nor done. ``stopped`` is the routine end of a budgeted deployment run, hence
+not red.
+
+What the types change, and what keeps working: a FAILED or CANCELLED state makes Prefect raise
+its data from ``state.result()``; the state carries a
+:class:`~prefect_waymark.errors.PlanRunStopped` (or, a step failed,
+:class:`~prefect_waymark.errors.PlanRunFailed`) holding the run's summary, which
+:func:`~prefect_waymark.run.summary.summary_from_state` reads for ``waymark run`` (exit codes
+unchanged) and for a sub-plan's parent step. ``run_plan(...)`` called as a function still
+returns the summary dict for every stop (flows/json_flow.py: :class:`PlanFlow`) and raises
+``PlanRunFailed`` when a step failed. The state *name* still carries the outcome: the UI's
+"State names" filter lists it, and each final state emits the event
+``prefect.flow-run.<name>`` that an automation can match (``prefect.flow-run.NeedsReview``,
+``prefect.flow-run.Aborted``). The state message is the plan's one line (``needs review at
+draft · 4/6 done · next: draft``), as the artifact descriptions say it
+(:func:`~prefect_waymark.markers.plan_page.render.plan_line`); Prefect 3.9's runs list shows no
+state message on its cards, the flow run's page shows it ("State Message" in its Details tab,
+and its last log line, "Finished in state NeedsReview('needs review at …')").
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -70,9 +88,10 @@ def run_tags(plan_id: str) -> list[str]:
 
 
 def format_run_name(plan_id: str, executor: str, when: datetime | None = None) -> str:
-    """``research-report · agent-1 · 2026-12-01 09:30:05`` (local time)."""
+    """``research-report · 2026-12-01 09:30:05 · agent-1`` (local time): the plan and the date
+    first, so a long executor (a worker's name) is what the UI cuts off."""
     moment = (when or datetime.now()).astimezone()
-    return f"{plan_id} · {executor} · {moment:%Y-%m-%d %H:%M:%S}"
+    return f"{plan_id} · {moment:%Y-%m-%d %H:%M:%S} · {executor}"
 
 
 def state_name(result: RunResult, *, aborted: bool = False) -> str:
@@ -133,12 +152,12 @@ def run_name_and_tags(params: Mapping[str, Any]) -> tuple[str, list[str]]:
 
 def final_state(summary: RunSummary, view: PlanView, ledger: Ledger) -> State[Any]:
     """The flow run's final state for this summary (see the module's table); it carries the
-    summary (a :class:`~prefect_waymark.errors.PlanRunFailed` when a step failed), so
-    ``run_plan(...)`` still returns the summary dict or raises ``PlanRunFailed``. Its message is
-    the plan's line, as the artifact descriptions say it."""
-    from prefect.states import Completed, Failed
+    summary: as its data when Completed, else in a :class:`~prefect_waymark.errors.PlanRunFailed`
+    (a step failed) or a :class:`~prefect_waymark.errors.PlanRunStopped` (any other stop). Its
+    message is the plan's line, as the artifact descriptions say it."""
+    from prefect.states import Cancelled, Completed, Failed
 
-    from ..errors import PlanRunFailed
+    from ..errors import PlanRunFailed, PlanRunStopped
     from ..markers.plan_page.render import plan_line
     from ..review.decisions import abort_event
 
@@ -151,29 +170,17 @@ def final_state(summary: RunSummary, view: PlanView, ledger: Ledger) -> State[An
     if summary.failed_steps or summary.result == "failed":  # Failed even beside a review stop
         return Failed(message=line, data=PlanRunFailed(summary))
     name = state_name(summary.result, aborted=aborted)
-    return Completed(name=name, message=line, data=summary.model_dump())
-
-
-def _ui_base(ui_url: str) -> str:
-    """The UI's base for links: Prefect 3.9's server serves its default UI ("v2") under
-    ``/v2`` (its ``/ui-settings`` says so); Prefect's own log links use the v1 paths at the root,
-    which Prefect Cloud uses too."""
-    import httpx
-
-    try:
-        resp = httpx.get(f"{ui_url}/ui-settings", timeout=3.0)
-        settings = json.loads(resp.text) if resp.status_code == 200 else {}
-    except (httpx.HTTPError, ValueError):
-        settings = {}
-    if isinstance(settings, dict) and settings.get("default_ui") == "v2":
-        prefix = str(settings.get("v2_base_url") or "/v2")
-        return ui_url.rstrip("/") + "/" + prefix.strip("/")
-    return ui_url.rstrip("/")
+    if summary.result == "completed":
+        return Completed(name=name, message=line, data=summary.model_dump())
+    stop = PlanRunStopped(summary)
+    if summary.result == "needs_review" and not aborted:  # a person must act: attention
+        return Failed(name=name, message=line, data=stop)
+    return Cancelled(name=name, message=line, data=stop)  # neither failed nor done
 
 
 def _plan_page(flow_run_id: str, plan_id: str) -> tuple[str, str] | None:
     """This run's version of the plan page: (artifact id, key). Its key is
-    ``waymark-<plan>-<copy id>`` (markers/plan_copy.py); the run artifacts add a suffix."""
+    ``waymark-<plan>-<copy id>-plan-page`` (markers/plan_copy.py)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         ArtifactFilter,
@@ -207,9 +214,10 @@ def ui_links(flow_run_id: str | None, plan_id: str, ui_url: str | None = None) -
         ui_url = PREFECT_UI_URL.value()
     if not ui_url or not flow_run_id:
         return {}
+    from ..markers.plan_copy import ui_pages
     from ..markers.plan_page.publish import created_page
 
-    base = _ui_base(ui_url)
+    base = ui_pages(ui_url)
     links = {"flow run": f"{base}/runs/flow-run/{flow_run_id}"}
     # Made by this process's run (``waymark run``): known; else asked of the server.
     page = created_page(flow_run_id, plan_id) or _plan_page(flow_run_id, plan_id)

@@ -107,13 +107,15 @@ class RunSummary(BaseModel):
 
 def summary_from_state(state: State[Any]) -> RunSummary | BaseException:
     """The summary a finished ``run_plan`` flow run carries: its return value when Completed,
-    the :class:`~prefect_waymark.errors.PlanRunFailed` summary when a step failed; any other
-    end (a crash, an unexpected error) is returned as that error."""
-    from ..errors import PlanRunFailed
+    the summary in its :class:`~prefect_waymark.errors.PlanRunStopped` (Cancelled ``Stopped``
+    or ``Aborted``, Failed ``NeedsReview``) or :class:`~prefect_waymark.errors.PlanRunFailed`
+    (Failed: a step failed); any other end (a crash, an unexpected error) is returned as that
+    error."""
+    from ..errors import PlanRunFailed, PlanRunStopped
 
     if state.is_completed():
         return RunSummary.model_validate(state.result())
     error = state.result(raise_on_failure=False)
-    if isinstance(error, PlanRunFailed) and isinstance(error.summary, RunSummary):
+    if isinstance(error, PlanRunFailed | PlanRunStopped) and isinstance(error.summary, RunSummary):
         return error.summary
     return error if isinstance(error, BaseException) else RuntimeError(str(state.message))

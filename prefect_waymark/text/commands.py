@@ -16,7 +16,7 @@ import shlex
 from contextvars import ContextVar
 from pathlib import Path
 
-__all__ = ["carry_options", "remember_options", "waymark_command"]
+__all__ = ["carry_options", "remember_options", "review_command", "waymark_command"]
 
 _GIVEN: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("waymark_given_options", default=())
 #: The commands that take ``--results`` (every other one takes ``--workdir`` and ``--ledger``).
@@ -61,6 +61,11 @@ def carry_options(command: str) -> str:
         if f"{flag} " not in command and (flag != "--results" or verb in _TAKE_RESULTS)
     ]
     return " ".join([command, *extra]) if extra else command
+
+
+def review_command(plan: Path | str, step: str) -> str:
+    """The ``waymark review`` that answers ``step``'s stop (the options given carried)."""
+    return waymark_command("review", plan, "--step", step) + " --accept|--rerun|--abort"
 
 
 def waymark_command(verb: str, plan: Path | str, *rest: str) -> str:

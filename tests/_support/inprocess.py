@@ -2,10 +2,13 @@
 
 It reads the flow's final state with the function ``waymark run`` uses
 (:func:`prefect_waymark.run.summary.summary_from_state`): a completed run returns the
-:class:`RunSummary`, a run with failed steps ends Failed with a :class:`PlanRunFailed` that carries
-it; anything else is a crash and fails the test. ``publish_artifacts=False`` (no Prefect
-artifacts) is no flow parameter: the options are checked here, as ``waymark run`` checks them
-(:func:`prefect_waymark.run.options.check_run`), and handed to the flow with it.
+:class:`RunSummary`, a stopped one ends Cancelled (``Stopped``, ``Aborted``) or Failed
+(``NeedsReview``) with a :class:`PlanRunStopped` that carries it, a run with failed steps ends
+Failed with a :class:`PlanRunFailed`; anything else is a crash and fails the test. Every run
+checks that its state's type is the one its name goes with (run/prefect_ui.py).
+``publish_artifacts=False`` (no Prefect artifacts) is no flow parameter: the options are checked
+here, as ``waymark run`` checks them (:func:`prefect_waymark.run.options.check_run`), and handed
+to the flow with it.
 """
 
 from __future__ import annotations
@@ -19,10 +22,20 @@ if TYPE_CHECKING:
 __all__ = ["flow_outcome", "run_inprocess"]
 
 
+#: The state type each final state's name goes with.
+STATE_TYPES = {
+    "Completed": "COMPLETED",
+    "Stopped": "CANCELLED",
+    "Aborted": "CANCELLED",
+    "NeedsReview": "FAILED",
+    "Failed": "FAILED",
+}
+
+
 def flow_outcome(
     plan: Path, *, publish_artifacts: bool = True, **kwargs: Any
-) -> tuple[Literal["completed", "failed"], RunSummary]:
-    """Run the flow once; return how the flow run ended (Completed or Failed) and its summary."""
+) -> tuple[Literal["Completed", "Stopped", "Aborted", "NeedsReview", "Failed"], RunSummary]:
+    """Run the flow once; return the name of the flow run's final state and its summary."""
     from prefect_waymark.flows import run_plan
     from prefect_waymark.run.options import check_run
     from prefect_waymark.run.summary import summary_from_state
@@ -33,10 +46,9 @@ def flow_outcome(
     state = run_plan(plan=str(plan), return_state=True, **kwargs)
     summary = summary_from_state(state)
     assert not isinstance(summary, BaseException), f"the flow crashed: {summary!r}"
-    if state.is_completed():
-        return "completed", summary
-    assert state.is_failed()
-    return "failed", summary
+    assert state.name in STATE_TYPES, state
+    assert state.type.value == STATE_TYPES[state.name], state
+    return state.name, summary  # type: ignore[return-value]  # one of STATE_TYPES' names
 
 
 def run_inprocess(plan: Path, *, publish_artifacts: bool = True, **kwargs: Any) -> RunSummary:

@@ -41,7 +41,7 @@ def _versions(api: str, key: str) -> list[dict[str, Any]]:
 
 def _key(work: Path) -> str:
     with open_ledger(f"sqlite:///{work / '.waymark' / 'ledger.db'}") as led:
-        return plan_copy("checkin-ui", led, str(work)).key()
+        return plan_copy("checkin-ui", led, str(work)).page_key()
 
 
 def test_each_check_in_publishes_the_plan_page_and_steps_table(
@@ -56,7 +56,7 @@ def test_each_check_in_publishes_the_plan_page_and_steps_table(
     assert page["type"] == "markdown" and page["flow_run_id"] is None
     assert page["metadata_"]["check-in"] == "draft started by writer"
     assert page["metadata_"]["waymark-plan"] == "checkin-ui"
-    (steps,) = _versions(prefect_server, f"{key}-steps")
+    (steps,) = _versions(prefect_server, key.replace("-plan-page", "-steps"))
     rows = {r["step"]: r for r in json.loads(steps["data"])}
     assert rows["draft"]["status"] == "in_progress" and rows["review"]["status"] == "pending"
     assert "check-in: draft started by writer" in steps["description"]
@@ -76,10 +76,14 @@ def test_each_check_in_publishes_the_plan_page_and_steps_table(
         "draft started by writer",
     ]
     assert "1/2 done" in pages[0]["description"], pages[0]["description"]
+    # each version says it is the plan page and which check-in made it
+    assert pages[0]["description"].startswith("Plan page · check-in: review blocked by boss · ")
+    said = "**This version:** published by the check-in “review blocked by boss”"
+    assert said in pages[0]["data"]
     assert "- `review` — blocked: waiting for legal" in pages[0]["data"]  # the reason, shown
+    steps_key = key.replace("-plan-page", "-steps")
     latest = {
-        r["step"]: r["status"]
-        for r in json.loads(_versions(prefect_server, f"{key}-steps")[0]["data"])
+        r["step"]: r["status"] for r in json.loads(_versions(prefect_server, steps_key)[0]["data"])
     }
     assert latest == {"draft": "completed", "review": "blocked"}
 

@@ -55,7 +55,14 @@ def test_claude_code_on_an_empty_project_works_and_a_second_init_changes_nothing
     assert "CLAUDE.md: created" in proc.stdout and ".mcp.json: created" in proc.stdout
     settings = _settings(tmp_path)
     assert settings["env"] == {"WAYMARK_PLAN": "plan.yaml", "WAYMARK_EXECUTOR": "claude"}
-    assert set(settings["hooks"]) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"}
+    assert set(settings["hooks"]) == {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "Stop",
+        "TaskCompleted",
+        "SubagentStart",
+    }
     assert settings["hooks"]["PreToolUse"][0]["matcher"] == "*"
     loop = (tmp_path / "CLAUDE.md").read_text()
     assert "waymark next plan.yaml --executor claude" in loop

@@ -68,7 +68,7 @@ def _plan(folder: Path, plan_id: str = "Marker_Plan.v1") -> Path:
 
 def _run(plan: Path, **kwargs: Any) -> tuple[str, dict[str, Any]]:
     ended, summary = flow_outcome(plan, **kwargs)
-    return (summary.result if ended == "completed" else "failed"), summary.model_dump()
+    return ("failed" if ended == "Failed" else summary.result), summary.model_dump()
 
 
 def test_artifact_keys_are_normalised() -> None:

@@ -78,12 +78,13 @@ def _markdown(art: Any) -> str:
 def test_a_failed_run_then_a_resume_read_in_the_ui(prefect_server: str, tmp_path: Path) -> None:
     plan = _report_plan(tmp_path)
     ended, summary = flow_outcome(plan)
-    assert ended == "failed" and summary.failed_steps == ["check-figures"]
+    assert ended == "Failed" and summary.failed_steps == ["check-figures"]
     copy = plan_copy_of("Report_Q4", default_ledger_url(tmp_path), tmp_path)
-    assert copy.key() == f"waymark-report-q4-{copy.copy_id}" and len(copy.copy_id) == 8
+    assert copy.page_key() == f"waymark-report-q4-{copy.copy_id}-plan-page"
+    assert len(copy.copy_id) == 8
 
     # The plan page, as the artifact key's page shows it (its latest version).
-    page_art = latest_artifact(copy.key())
+    page_art = latest_artifact(copy.page_key())
     page = _markdown(page_art)
     assert page.startswith("# Q4 report\n")
     assert "```json" not in page and '"execution_history"' not in page
@@ -100,7 +101,7 @@ def test_a_failed_run_then_a_resume_read_in_the_ui(prefect_server: str, tmp_path
     assert "Per milestone" in page and "| data | 1/2 |" in page and "Per branch" in page
     assert f"/runs/flow-run/{summary.flow_run_id}" in page  # the last run, linked
     assert "**Updated:** just now (" in page  # humanised, with the local date
-    assert page_art.description.startswith("failed at check-figures · 2/4 done")
+    assert page_art.description.startswith("Plan page · failed at check-figures · 2/4 done")
     assert copy.copy_id in page_art.description and str(tmp_path) in page_art.description
 
     # The run's marker: what this run did, in words.
@@ -140,8 +141,8 @@ def test_a_failed_run_then_a_resume_read_in_the_ui(prefect_server: str, tmp_path
     # Fixed and resumed: the run's own page version ends complete; one version per run.
     (tmp_path / "figures-fixed").write_text("")
     ended, again = flow_outcome(plan)
-    assert ended == "completed" and again.result == "completed"
-    versions = artifact_versions(copy.key())
+    assert ended == "Completed" and again.result == "completed"
+    versions = artifact_versions(copy.page_key())
     assert len(versions) == 2
     last = _markdown(versions[-1])
     assert "**Where it stands:** complete · 4/4 done" in last
@@ -169,10 +170,10 @@ def test_two_copies_of_one_plan_never_mix(prefect_server: str, tmp_path: Path) -
     copies = {wd: plan_copy_of("twin-plan", default_ledger_url(wd), wd) for wd in (one, two)}
     assert copies[one].copy_id != copies[two].copy_id
     for wd, copy in copies.items():
-        assert len(artifact_versions(copy.key())) == 1  # each copy's page: its own run only
-        assert str(wd) in latest_artifact(copy.key()).description
-    assert "complete · 2/2 done" in latest_artifact(copies[one].key()).description
-    assert "stopped after 1 step · 1/2 done" in latest_artifact(copies[two].key()).description
+        assert len(artifact_versions(copy.page_key())) == 1  # each copy's page: its own run only
+        assert str(wd) in latest_artifact(copy.page_key()).description
+    assert "complete · 2/2 done" in latest_artifact(copies[one].page_key()).description
+    assert "stopped after 1 step · 1/2 done" in latest_artifact(copies[two].page_key()).description
 
     seen = {}
     for wd in (one, two):
@@ -228,7 +229,7 @@ def test_a_failure_reaches_the_plan_page_while_the_run_goes_on(
                 copy = plan_copy_of("fail-live", default_ledger_url(tmp_path), tmp_path)
             except LedgerNotFound:
                 continue
-            key = copy.key()
+            key = copy.page_key()
             versions = artifact_versions(key)
             seen = _markdown(versions[-1]) if versions else ""
         assert not (tmp_path / "go").exists() and runner.is_alive()  # the run is still going
@@ -237,5 +238,5 @@ def test_a_failure_reaches_the_plan_page_while_the_run_goes_on(
         (tmp_path / "go").write_text("go")
         runner.join(120)
     outcome, summary = done["r"]
-    assert outcome == "failed" and summary.failed_steps == ["check"]
+    assert outcome == "Failed" and summary.failed_steps == ["check"]
     assert "slow" in summary.executed_steps

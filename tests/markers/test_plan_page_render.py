@@ -239,7 +239,7 @@ def test_the_run_marker_says_what_the_run_did(tmp_path: Path) -> None:
     assert text.startswith("# Run of Weekly report — failed\n")
     assert "```json" not in text
     assert "took 3 min" in text and "[flow run](http://ui/runs/flow-run/fr-1)" in text
-    assert "[the plan page](http://ui/artifacts/key/waymark-weekly-3f9a2c1d)" in text
+    assert "[the plan page](http://ui/artifacts/key/waymark-weekly-3f9a2c1d-plan-page)" in text
     assert "| 2 | 1 | 0 | 2 | 1 | 1 |" in text
     assert "> ShellStepError: step 'check': command exited with code 1: Q4 growth is stale" in text
     assert "- `send` — waits for `check` (failed)" in text

@@ -25,6 +25,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.types import CallToolResult, TextContent  # noqa: E402
 
+from prefect_waymark.ledger import open_reader  # noqa: E402
 from tests._support.helpers import WAYMARK, run_cli, write_plan  # noqa: E402
 
 PLAN: dict[str, Any] = {
@@ -284,3 +285,53 @@ def test_a_bad_http_address_is_bad_input(tmp_path: Path) -> None:
     plan = write_plan(tmp_path, PLAN)
     proc = run_cli("mcp", "--plan", str(plan), "--http", "localhost")
     assert proc.returncode == 2 and "expected HOST:PORT" in proc.stderr
+
+
+def test_a_stop_for_review_is_answered_through_the_review_tool_and_a_step_skipped(
+    tmp_path: Path,
+) -> None:
+    """A real stop: the step reads a file ref that changes while it is in progress. The
+    ``review`` tool (``--allow-review``) answers it as ``waymark review --accept`` would, and
+    ``skip`` leaves the last step out with its reason kept."""
+    doc = {
+        **PLAN,
+        "state_refs": [{"name": "terms", "kind": "file", "path": "terms.md"}],
+        "steps": [{**PLAN["steps"][0], "reads": ["terms"]}, PLAN["steps"][1]],
+    }
+    plan = write_plan(tmp_path, doc)
+    (tmp_path / "terms.md").write_text("v1")
+
+    async def check() -> None:
+        async with _session(plan, "--executor", "agent-a", "--allow-review") as s:
+            started = await s.call_tool("start", {"step": "write"})
+            assert not started.is_error, _text(started)
+            (tmp_path / "terms.md").write_text("v2")  # the authoritative state moved
+            nxt = await s.call_tool("next", {})
+            # exit 4 (review) is a document, not a refusal: no step, the reason names the ref
+            assert (nxt.meta or {})["waymark/exit_code"] == 4, _text(nxt)
+            got = nxt.structured_content
+            assert got is not None and got["step"] is None and "terms" in got["reason"]
+            assert "waymark review" in got["reason"]
+            rows = {r["id"]: r for r in _cli_json("status", str(plan))["steps"]}
+            assert rows["write"]["status"] == "needs_review"
+
+            answered = await s.call_tool(
+                "review", {"decision": "accept", "step": "write", "reason": "terms v2 is fine"}
+            )
+            assert not answered.is_error, _text(answered)
+            assert (answered.meta or {})["waymark/exit_code"] == 0
+            # The step is offered again, under the accepted terms.
+            again = await s.call_tool("next", {})
+            assert not again.is_error and again.structured_content is not None
+            assert again.structured_content["step"]["id"] == "write", _text(again)
+
+            skipped = await s.call_tool("skip", {"step": "polish", "reason": "not needed"})
+            assert not skipped.is_error, _text(skipped)
+
+        rows = {r["id"]: r for r in _cli_json("status", str(plan))["steps"]}
+        assert rows["polish"]["status"] == "completed", rows
+        with open_reader(f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}") as r:
+            said = [json.dumps(e.data) for e in r.events("mcp-notes")]
+        assert any("not needed" in d for d in said) and any("terms v2 is fine" in d for d in said)
+
+    _run(check)

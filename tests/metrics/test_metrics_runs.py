@@ -146,7 +146,7 @@ def test_a_plan_resumed_skipped_refused_and_re_contracted(
     table = json.loads(latest_artifact(copy.key("metrics")).data)
     assert [r["key"] for r in table] == list(m)
     assert table[2]["value"] == "3" and "1 forbidden-action refusals" in table[2]["made of"]
-    page = latest_artifact(copy.key()).data
+    page = latest_artifact(copy.page_key()).data
     assert "## Metrics" in page and "| goal drift events | 3 |" in page
 
     # Closed (forced: purge was refused) with the evidence of A2: measured "at close" now.

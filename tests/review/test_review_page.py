@@ -47,7 +47,7 @@ def test_a_paused_run_explains_itself(decision: str, prefect_server: str, tmp_pa
 
     def look(flow_run_id: uuid.UUID) -> None:
         seen["form"] = _description(flow_run_id)
-        seen["page"] = latest_artifact(copy.key())
+        seen["page"] = latest_artifact(copy.page_key())
         seen["progress"] = latest_artifact(copy.key("progress"))
         seen["flow_run_id"] = str(flow_run_id)
 
@@ -85,7 +85,7 @@ def test_a_paused_run_explains_itself(decision: str, prefect_server: str, tmp_pa
     assert f"/runs/flow-run/{seen['flow_run_id']}" in page
     assert f"waymark review {plan.resolve()} --step b --accept" in page
     assert f"waymark review {plan.resolve()} --step b --abort" in page
-    assert seen["page"].description.startswith("paused for review at b · 1/2 done")
+    assert seen["page"].description.startswith("Plan page · paused for review at b · 1/2 done")
     assert seen["progress"].description.startswith("paused for review at b · 1/2 done")
 
     logs = [m.message for m in flow_run_logs(seen["flow_run_id"], want="review: tester")]
@@ -99,7 +99,7 @@ def test_a_paused_run_explains_itself(decision: str, prefect_server: str, tmp_pa
     assert not any("the next run continues" in m for m in logs)
     warning = next(m for m in logs if m.startswith("step b needs review:"))
     assert changed in warning  # in words, not two 64-character hashes
-    final = latest_artifact(copy.key()).data
+    final = latest_artifact(copy.page_key()).data
     assert (
         "**Where it stands:** complete · 2/2 done" in final and "## Needs your answer" not in final
     )

@@ -4,6 +4,7 @@ message, as the Prefect server records them (real flow runs against the session'
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,13 +33,13 @@ def _check(state: Any, kind: str, name: str, *parts: str) -> Any:
         name,
         state.message,
     )
-    assert run.name.startswith("states · tester · "), run.name
+    assert re.fullmatch(r"states · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · tester", run.name), run.name
     assert {"waymark", "plan:states"} <= set(run.tags), run.tags
     return run
 
 
 def test_each_outcome_ends_in_its_own_state(prefect_server: str, tmp_path: Path) -> None:
-    from prefect_waymark.flows import PlanRunFailed, run_plan
+    from prefect_waymark.flows import PlanRunFailed, PlanRunStopped, run_plan
     from prefect_waymark.run.summary import RunSummary, summary_from_state
 
     (tmp_path / "terms.md").write_text("v1")
@@ -56,21 +57,29 @@ def test_each_outcome_ends_in_its_own_state(prefect_server: str, tmp_path: Path)
     )
     args: dict[str, Any] = {"plan": str(plan), "executor": "tester"}
 
+    # Stopped by its budget: neither failed nor done (grey in the runs list).
     state = run_plan(**args, max_steps=1, return_state=True)
-    _check(state, "COMPLETED", "Stopped", "stopped after 1 step", "1/3 done", "next: b")
-    assert state.result()["result"] == "stopped"
+    _check(state, "CANCELLED", "Stopped", "stopped after 1 step", "1/3 done", "next: b")
+    err = state.result(raise_on_failure=False)  # state.result() raises it: it holds the summary
+    assert isinstance(err, PlanRunStopped) and err.summary.result == "stopped"
+    found = summary_from_state(state)  # what `waymark run` reads: exit code 3
+    assert isinstance(found, RunSummary) and found.exit_code == 3
 
     (tmp_path / "terms.md").write_text("v2")  # a ref changed: b stops for review
-    out = run_plan(**args)  # called as a function: still the summary dict
+    # Called as a function — here a copy made by with_options, which keeps run_plan's class
+    # (PlanFlow): still the summary dict (the automation test below calls run_plan itself).
+    out = run_plan.with_options(log_prints=True)(**args)
     assert out["result"] == "needs_review" and out["executed_steps"] == []
-    run = _recorded(out["flow_run_id"])
-    assert (run.state.type.value, run.state.name) == ("COMPLETED", "NeedsReview")
+    run = _recorded(out["flow_run_id"])  # a person must act: never COMPLETED
+    assert (run.state.type.value, run.state.name) == ("FAILED", "NeedsReview")
     assert "needs review at b" in run.state.message and "1/3 done" in run.state.message
 
     assert run_cli("review", str(plan), "--abort", "--reason", "called off").returncode == 0
     state = run_plan(**args, return_state=True)
-    _check(state, "COMPLETED", "Aborted", "aborted", "1/3 done")
-    assert state.result()["result"] == "needs_review"  # the summary (and exit code 4) as before
+    _check(state, "CANCELLED", "Aborted", "aborted", "1/3 done")
+    found = summary_from_state(state)  # the summary (and exit code 4) as before
+    assert isinstance(found, RunSummary) and found.result == "needs_review"
+    assert found.exit_code == 4
 
     assert run_cli("review", str(plan), "--accept").returncode == 0  # lifts the abort
     state = run_plan(**args, return_state=True)
@@ -173,5 +182,5 @@ def test_an_automation_on_the_flow_run_state_alerts_on_a_review_stop(
         automation.delete()
         receiver.server.shutdown()
     assert len(receiver.bodies) == 1, receiver.bodies
-    assert receiver.bodies[0].startswith("alerting · tester · "), receiver.bodies
+    assert re.match(r"alerting · [-\d]+ [:\d]+ · tester: ", receiver.bodies[0]), receiver.bodies
     assert ": NeedsReview: needs review at b · 1/2 done" in receiver.bodies[0]

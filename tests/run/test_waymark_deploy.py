@@ -158,7 +158,8 @@ def test_a_deployed_plan_advances_on_a_real_worker(prefect_server: str, tmp_path
     for entry, run in zip(history, (first, second), strict=True):
         worker, _, name = entry["executor"].partition("/")
         assert worker.startswith("ProcessWorker") and name == run.name, entry["executor"]
-    assert first.name.startswith(f"{plan_id} · ProcessWorker")
+    # The plan and the date first: the UI cuts the worker's long name, not the date.
+    assert re.fullmatch(rf"{plan_id} · [-\d]+ [:\d]+ · ProcessWorker .+", first.name), first.name
 
     # The plan is complete: its run paused the schedule (no more no-op runs) and said how to
     # schedule it again; the command it names works.
@@ -224,3 +225,96 @@ def test_a_results_block_that_does_not_exist_is_refused(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--results local-file-system/nope-x1" in proc.stderr
     assert "nothing was deployed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _final_run(flow_run_id: str, worker: subprocess.Popen[bytes], log: Path) -> Any:
+    """The flow run once it is in a final state (the worker still running)."""
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + 300
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            assert worker.poll() is None, f"the worker exited:\n{log.read_text()[-3000:]}"
+            run = client.read_flow_run(uuid.UUID(flow_run_id))
+            if run.state is not None and run.state.is_final():
+                return run
+            time.sleep(1)
+    raise AssertionError(f"run {flow_run_id} not final: {run.state}\n{log.read_text()[-3000:]}")
+
+
+@pytest.mark.slow
+def test_the_printed_worker_commands_work_as_printed(prefect_server: str, tmp_path: Path) -> None:
+    """``waymark deploy``'s worker and run commands, run verbatim in a shell that has no
+    ``PREFECT_API_URL`` — a user's shell on the machine whose local server waymark started: it
+    is found through ``$PREFECT_HOME/waymark-server.json``, which the session's server wrote as
+    ``waymark run`` writes it (tests/conftest.py: ``ensure_local_server``). Both printed worker
+    commands take a run of the deployment to its end; each worker is stopped as a person stops
+    one (SIGINT, then SIGTERM)."""
+    from tests._support.team_server import stop_group
+
+    home = Path(os.environ["PREFECT_HOME"])
+    recorded = json.loads((home / "waymark-server.json").read_text())
+    assert recorded["api_url"] == prefect_server  # what a shell without PREFECT_API_URL finds
+    shell = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    shell["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    shell["PREFECT_WORKER_QUERY_SECONDS"] = "2"  # a test's patience, not part of the command
+
+    plan_id = f"wrk-{uuid.uuid4().hex[:6]}"
+    pool = f"pool-{uuid.uuid4().hex[:6]}"
+    plan = write_plan(tmp_path, counting_chain(plan_id, ["collect", "publish"]))
+    deployed = subprocess.run(
+        [str(Path(sys.executable).parent / "waymark"), "deploy", str(plan), "--pool", pool]
+        + ["--max-steps", "1"],
+        env=shell,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = deployed.stdout + deployed.stderr
+    assert deployed.returncode == 0, out
+    assert "temporary server" not in out and f"on local Prefect server {prefect_server}" in out
+    worker_line = re.search(r"^    (waymark worker .+)$", deployed.stdout, re.M)
+    explicit = re.search(
+        r"^  or, while this server runs: (PREFECT_API_URL=.+)$", deployed.stdout, re.M
+    )
+    run_now = re.search(r"^  run it now: (.+)$", deployed.stdout, re.M)
+    assert worker_line and explicit and run_now, deployed.stdout
+    assert worker_line.group(1) == f"waymark worker --pool {pool}"
+    assert explicit.group(1) == (
+        f"PREFECT_API_URL={prefect_server} prefect worker start --pool {pool}"
+    )
+
+    outcomes = []
+    for i, line in enumerate((worker_line.group(1), explicit.group(1))):
+        log = tmp_path / f"worker-{i}.log"
+        with log.open("wb") as sink:
+            worker = subprocess.Popen(
+                ["bash", "-c", line],
+                env=shell,
+                cwd=tmp_path,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            trigger = subprocess.run(
+                ["bash", "-c", run_now.group(1)],
+                env=shell,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert trigger.returncode == 0, trigger.stdout + trigger.stderr
+            found = re.search(r"UUID: ([0-9a-f-]{36})", trigger.stdout)
+            assert found is not None, trigger.stdout
+            run = _final_run(found.group(1), worker, log)
+        finally:
+            stop_group(worker, grace=20)  # SIGINT, then SIGTERM (DESIGN: workers)
+        text = log.read_text(errors="replace")
+        outcomes.append((run.state.type.value, run.state.name))
+        assert "Engine execution exited" not in text and "Traceback" not in text, text[-3000:]
+        assert re.fullmatch(rf"{plan_id} · [-\d]+ [:\d]+ · ProcessWorker .+", run.name), run.name
+    assert outcomes == [("CANCELLED", "Stopped"), ("COMPLETED", "Completed")], outcomes
+    assert "waymark: starting a worker on pool" in (tmp_path / "worker-0.log").read_text()
+    assert [runs_of(tmp_path / f"{s}.count") for s in ("collect", "publish")] == [1, 1]

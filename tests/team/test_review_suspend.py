@@ -135,7 +135,7 @@ def _the_suspend_flow(srv: TeamServer, plan: Path, work: Path, url: str) -> None
 
     # 1. Step a runs (--max-steps 1) and records the version of terms.md it read.
     r1 = _final(srv, _trigger(srv, dep.id))
-    assert (r1.state.type.value, r1.state.name) == ("COMPLETED", "Stopped"), r1.state
+    assert (r1.state.type.value, r1.state.name) == ("CANCELLED", "Stopped"), r1.state
     assert _counts(work) == {"a": [str(r1.id)], "b": [], "c": []}
 
     # 2. terms.md changes: the next run stops b for review and suspends; its process ends.
@@ -152,7 +152,7 @@ def _the_suspend_flow(srv: TeamServer, plan: Path, work: Path, url: str) -> None
     # The one worker (limit 1) and the deployment's one slot are free: the next run is taken
     # at once, exits at the same stop, and neither suspends nor announces it again.
     r3 = _final(srv, _trigger(srv, dep.id))
-    assert (r3.state.type.value, r3.state.name) == ("COMPLETED", "NeedsReview"), r3.state
+    assert (r3.state.type.value, r3.state.name) == ("FAILED", "NeedsReview"), r3.state
     assert len(_events(url, "review_waiting")) == 1
     assert len(_events(url, "review_announced")) == 1
     with srv.client() as client:
@@ -165,7 +165,7 @@ def _the_suspend_flow(srv: TeamServer, plan: Path, work: Path, url: str) -> None
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"resumed the suspended flow run {r2_id}" in proc.stdout, proc.stdout
     r2 = _final(srv, r2_id)
-    assert (r2.state.type.value, r2.state.name) == ("COMPLETED", "Stopped"), r2.state
+    assert (r2.state.type.value, r2.state.name) == ("CANCELLED", "Stopped"), r2.state
     counts = _counts(work)
     assert counts["a"] == [str(r1.id)]
     (b_run,) = counts["b"]

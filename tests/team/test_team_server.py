@@ -225,7 +225,7 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
 
     # 1. One run alone: the two collect steps (--max-steps 2), then "Stopped".
     (r1,) = _wait_final(srv, _trigger(srv, dep.id))
-    assert (r1.state.type.value, r1.state.name) == ("COMPLETED", "Stopped"), r1.state
+    assert (r1.state.type.value, r1.state.name) == ("CANCELLED", "Stopped"), r1.state
     assert _counts(work) == {
         "collect-sources": [str(r1.id)],
         "collect-market": [str(r1.id)],
@@ -257,7 +257,7 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
     _never_overlapped([r2, r3])
     w2a, w2b = sorted([r2, r3], key=lambda r: r.start_time)
     assert (w2a.state.type.value, w2a.state.name) == ("FAILED", "Failed"), w2a.state
-    assert (w2b.state.type.value, w2b.state.name) == ("COMPLETED", "Stopped"), w2b.state
+    assert (w2b.state.type.value, w2b.state.name) == ("CANCELLED", "Stopped"), w2b.state
     assert _task_runs(srv, w2a.id) == {"analyse": "COMPLETED", "check-figures": "FAILED"}
     assert _task_runs(srv, w2b.id) == {}
     counts = _counts(work)
@@ -267,8 +267,8 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
     r4, r5 = _wait_final(srv, _trigger(srv, dep.id, 2))
     _never_overlapped([r4, r5])
     w3a, w3b = sorted([r4, r5], key=lambda r: r.start_time)
-    assert (w3a.state.type.value, w3a.state.name) == ("COMPLETED", "Stopped"), w3a.state
-    assert (w3b.state.type.value, w3b.state.name) == ("COMPLETED", "Stopped"), w3b.state
+    assert (w3a.state.type.value, w3a.state.name) == ("CANCELLED", "Stopped"), w3a.state
+    assert (w3b.state.type.value, w3b.state.name) == ("CANCELLED", "Stopped"), w3b.state
     assert _task_runs(srv, w3a.id) == {"check-figures": "COMPLETED", "draft": "COMPLETED"}
     assert _task_runs(srv, w3b.id) == {}
     counts = _counts(work)

@@ -2,6 +2,7 @@
 
 - :mod:`.render` — the page's Markdown, a pure function of the plan, the step states and a few
   ledger events: the plan in one line, then each section in the order the page shows it.
+- :mod:`.graph` — the picture the page opens with: a Mermaid graph of the plan's view.
 - :mod:`.publish` — the page in Prefect while a run goes on: one version per run, created as it
   starts, updated in place as steps end and when it pauses for review, and a last time at its end.
 

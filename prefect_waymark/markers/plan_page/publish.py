@@ -1,11 +1,12 @@
 """Publishing the plan page (its Markdown: :mod:`.render`) to Prefect while a run goes on.
 
-Each run keeps **one version** of the page (key ``waymark-<plan>-<copy>``, see
+Each run keeps **one version** of the page (key ``waymark-<plan>-<copy>-plan-page``, see
 :mod:`prefect_waymark.markers.plan_copy`): created at run start (or at a pause that comes
 first), updated in place as steps complete (at most every :attr:`PlanPage.min_interval`
 seconds), when the run pauses for review and when the pause is answered, and a last time when
 the run ends (:func:`publish_plan_page`, called with the run's markers). So the key's history in
-the UI is one version per run, each ending at where that run left the plan.
+the UI is one version per run, each ending at where that run left the plan. Once the version
+exists, the flow run's log links it (:func:`_say_where`): one click from the flow run's page.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ...guards.observers import RunObserver
-from ..plan_copy import PlanCopy, artifact_url, is_page_key, plan_copy, ui_base_url
+from ..plan_copy import (
+    PlanCopy,
+    artifact_url,
+    is_page_key,
+    plan_copy,
+    ui_base_url,
+    version_url,
+)
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
@@ -88,6 +96,8 @@ class PlanPagePublisher:
         self._creating: Future[None] | None = None  # publish(soon=True) under way
         self._contract: GoalContract | None = None
         self._contract_read = False
+        #: The plan in one line as the last :meth:`render` said it.
+        self.line = ""
 
     def forget_contract(self) -> None:
         """Read the goal contract again for the next version (the run's last one)."""
@@ -105,10 +115,13 @@ class PlanPagePublisher:
         states: Mapping[str, StepState] | None = None,
         view: PlanView | None = None,
         ui_url: str | None = None,
+        checkin: str | None = None,
     ) -> tuple[str, str]:
         """The page's Markdown and its one-line description, from the ledger now (``view``: the
         view of the ``states`` given, if the caller built it; ``ui_url``: the UI's address, if
-        the caller knows it — else Prefect's settings say it)."""
+        the caller knows it — else Prefect's settings say it; ``checkin``: the check-in that
+        publishes this version, in words). The description starts with "Plan page": the card
+        a person looks for among a run's artifacts."""
         from ...ledger.events import EventKind
         from ...ledger.run_hashes import light_events
         from ...models import utcnow
@@ -136,9 +149,11 @@ class PlanPagePublisher:
             ui_url=ui_url or ui_base_url(),
             live_run=self.run_id if live else None,
             known_view=view,
+            checkin=checkin,
         )
-        line = page_line(page)
-        return render_plan_page(page), f"{line} — {self.copy.label}"
+        line = self.line = page_line(page)
+        by = f"check-in: {checkin} · " if checkin else ""
+        return render_plan_page(page), f"Plan page · {by}{line} — {self.copy.label}"
 
     def publish(
         self,
@@ -157,11 +172,11 @@ class PlanPagePublisher:
             self.created()
             markdown, description = self.render(live=live, states=states, view=view)
             if self.artifact_id is None and find:
-                self.artifact_id = _find_version(self.copy.key())
+                self.artifact_id = _find_version(self.copy.page_key())
             if self.artifact_id is None and soon:
                 self._create_soon(markdown, description)
             elif self.artifact_id is None:
-                self.artifact_id = _create(self.copy.key(), markdown, description, self.copy)
+                self.artifact_id = _create(self.copy.page_key(), markdown, description, self.copy)
             else:
                 _update(self.artifact_id, markdown, description)
         except Exception as exc:  # noqa: BLE001 - the UI's page must not stop a run
@@ -170,7 +185,7 @@ class PlanPagePublisher:
     def _create_soon(self, markdown: str, description: str) -> None:
         from ..concurrent_sends import Send, send_soon
 
-        key, copy = self.copy.key(), self.copy
+        key, copy = self.copy.page_key(), self.copy
 
         def create(client: SyncPrefectClient) -> None:
             self.artifact_id = _create(key, markdown, description, copy, client)
@@ -214,7 +229,27 @@ def _create(
             made = own.create_artifact(artifact=artifact)
     if flow_run_id is not None:
         _remember(str(flow_run_id), key, str(made.id))
+        _say_where(made.id)
     return made.id
+
+
+def _say_where(artifact_id: UUID) -> None:
+    """The flow run's log says where its plan page is, as soon as the page exists: the UI
+    shows an address in a log line as a link, and the flow run's page opens on its logs — so
+    the plan page is one click from the flow run. (Prefect's run header, state message and
+    artifacts tab are all two clicks or more; the run graph draws no link.) Runs in the flow
+    run's context (the send's copy of it): a check-in has none and logs nothing."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    url = version_url(ui_base_url(), str(artifact_id))
+    if url is None:
+        return
+    try:
+        logger = get_run_logger()
+    except MissingContextError:
+        return
+    logger.info("plan page — where the plan stands, with its graph: %s", url)
 
 
 def _update(artifact_id: UUID, markdown: str, description: str) -> None:
@@ -280,7 +315,7 @@ class PlanPage(RunObserver):
         self._failure_shown = False
         gate.on_pause.append(self._now)
         gate.on_answer.append(self._now)
-        gate.page_url = artifact_url(ui_base_url(), self.publisher.copy.key())
+        gate.page_url = artifact_url(ui_base_url(), self.publisher.copy.page_key())
 
     def _now(self, *_: Any) -> None:
         self.publisher.publish(live=True)

@@ -2,11 +2,12 @@
 
 :func:`render_plan_page` is pure: it reads the plan, the ledger's step states and a few ledger
 events (runs, pauses, answers: :data:`PAGE_EVENT_KINDS`) and says, without raw JSON, where the
-plan stands, what failed and why (the tail of the step's output), what blocks what, what waits
-for an answer and exactly how to give it, the receipts, where the next run starts and the last
-runs with links. The plan in one line (:func:`plan_line`) comes first: artifact descriptions,
-the run marker's page and the flow run's final state say the plan so too. Then each section, in
-the order the page shows it. The publisher and the run observer are in :mod:`.publish`.
+plan stands, draws it (a Mermaid graph: :mod:`.graph`), what failed and why (the tail of the
+step's output), what blocks what, what waits for an answer and exactly how to give it, the
+receipts, where the next run starts and the last runs with links. The plan in one line
+(:func:`plan_line`) comes first: artifact descriptions, the run marker's page and the flow run's
+final state say the plan so too. Then each section, in the order the page shows it. The
+publisher and the run observer are in :mod:`.publish`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ...ledger import default_ledger_url
 from ...ledger.events import EventKind, ProgressEvent
 from ...ledger.progress_view import PlanView, StepView, build_view, stale_words
 from ...ledger.step_state import StepState
-from ...metrics.table import MUST_BE_ZERO, metric_rows
+from ...metrics.table import MUST_BE_ZERO, NOT_USED, metric_rows
 from ...models import GoalContract
 from ...plan.spec import PlanSpec
 from ...review.reasons import answer_effects, reason_words, review_commands
@@ -38,6 +39,7 @@ from ...text.markdown import (
     table,
 )
 from ..plan_copy import PlanCopy, flow_run_url, normal_ledger_url
+from .graph import Tallies, graph_section, tally
 
 __all__ = [
     "PAGE_EVENT_KINDS",
@@ -108,6 +110,8 @@ class PageInput:
     live_run: str | None = None
     #: The view of ``states`` if the caller has it (the run built it already): used as ``view``.
     known_view: PlanView | None = None
+    #: The check-in that publishes this version (``draft done by writer``), outside a run.
+    checkin: str | None = None
     view: PlanView = field(init=False)
 
     def __post_init__(self) -> None:
@@ -258,13 +262,17 @@ def render_plan_page(page: PageInput) -> str:
             f"**Last run:** {last.result} {ago(ended or last.started_at, now)} by "
             f"{last.executor} — {link('flow run', flow_run_url(page.ui_url, last.flow_run_id))}  "
         )
-    out.append(f"**Updated:** {when(now, now)}")
+    out.append(f"**Updated:** {when(now, now)}" + ("  " if page.checkin else ""))
+    if page.checkin:
+        out.append(f"**This version:** published by the check-in “{cell(page.checkin, 200)}”")
+    counted = tally(view)  # one pass over the steps for the picture and the Progress section
+    out += graph_section(view, counted)
     out += review_section(page.plan, view, page.copy, now, page.ui_url, pause)
     out += _failed_section(page)
     out += _blocked_section(view)
     out += _goal_section(page.contract)
     out += acceptance_section(plan, view, page.states, now)
-    out += progress_section(plan, view)
+    out += progress_section(plan, view, counted)
     out += steps_section(view, page.states, now)
     out += receipts_section(view, now)
     out += metrics_section([r.finished for r in runs])
@@ -524,23 +532,25 @@ def _tally(counts: dict[str, int]) -> list[object]:
     ]
 
 
-def progress_section(plan: PlanSpec, view: PlanView) -> list[str]:
-    """Done and open steps per milestone and per branch."""
+def progress_section(plan: PlanSpec, view: PlanView, counted: Tallies | None = None) -> list[str]:
+    """Done and open steps per milestone and per branch (``counted``: the view's
+    :func:`~.graph.tally`, which the page's picture counts from too)."""
     headers = ["done", "running", "failed", "review", "blocked", "pending"]
     out = ["", "## Progress", ""]
-    # Counted in one pass over the steps (a 10,000-step plan has a hundred milestones).
+    # Summed from the one pass over the steps per branch and milestone (a 10,000-step plan has
+    # a hundred milestones).
     milestones: dict[str, dict[str, int]] = {}
     branches: dict[str, dict[str, int]] = {}
-    for s in view.steps:
-        m = s.milestone or "(no milestone)"
-        counts = milestones.get(m)
-        if counts is None:
-            counts = milestones[m] = dict.fromkeys(_STATUS_ORDER, 0)
-        counts[s.status] += 1
-        counts = branches.get(s.branch)
-        if counts is None:
-            counts = branches[s.branch] = dict.fromkeys(_STATUS_ORDER, 0)
-        counts[s.status] += 1
+    for pair in (counted or tally(view)).pairs:
+        for name, into in (
+            (pair.milestone or "(no milestone)", milestones),
+            (pair.branch, branches),
+        ):
+            counts = into.get(str(name))
+            if counts is None:
+                counts = into[str(name)] = dict.fromkeys(_STATUS_ORDER, 0)
+            for status, n in pair.counts.items():
+                counts[status] += n
     if len(milestones) > 1 or next(iter(milestones)) != "(no milestone)":
         rows = [[cell(m, 80), *_tally(counts)] for m, counts in milestones.items()]
         active = f" — active: {code(view.active_milestone)}" if view.active_milestone else ""
@@ -644,7 +654,7 @@ def metrics_section(finished: Sequence[Mapping[str, Any] | None]) -> list[str]:
     metrics = last["metrics"]
     rows = []
     for row in metric_rows(metrics):
-        bad = row["key"] in MUST_BE_ZERO and row["value"] not in ("0", "-")
+        bad = row["key"] in MUST_BE_ZERO and row["value"] not in ("0", "-", NOT_USED)
         value = f"**{row['value']} (must be 0)**" if bad else row["value"]
         rows.append([row["metric"], value, row["made of"]])
     return [
