@@ -86,7 +86,7 @@ def _events(url: str, *kinds: str) -> list[Any]:
 
 
 def _page(srv: TeamServer) -> str:
-    """The latest plan page's Markdown (artifact ``waymark-<plan>-<copy>``)."""
+    """The latest plan page's Markdown (artifact ``waymark-<plan>-<copy>-plan-page``)."""
     import re
 
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -95,7 +95,8 @@ def _page(srv: TeamServer) -> str:
         found = client.read_latest_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(like_=f"waymark-{PLAN_ID}-"))
         )
-    (page,) = [a for a in found if re.fullmatch(f"waymark-{PLAN_ID}-[0-9a-f]{{8}}", a.key or "")]
+    key = f"waymark-{PLAN_ID}-[0-9a-f]{{8}}-plan-page"
+    (page,) = [a for a in found if re.fullmatch(key, a.key or "")]
     return str(page.data)
 
 

@@ -330,16 +330,17 @@ def _the_team_flow(srv: TeamServer, plan: Path, work: Path, ledger: str) -> None
     assert "budget of this schedule slot reached" in history[2]["next_start"]["why"]
     assert [e.data["started_from"] for e in started[1:]] == starts[:-1]
 
-    # The plan's artifacts: one plan page (waymark-<plan>-<copy>) and the run artifacts (marker,
-    # steps, progress, metrics), the marker made by every run.
+    # The plan's artifacts: one plan page (waymark-<plan>-<copy>-plan-page) and the run artifacts
+    # (waymark-<plan>-<copy>-marker, steps, progress, metrics), the marker made by every run.
     artifacts = _artifacts(srv)
     keys = {a.key for a in artifacts}
-    pages = {k for k in keys if re.fullmatch(f"waymark-{PLAN_ID}-[0-9a-f]{{8}}", k)}
+    pages = {k for k in keys if re.fullmatch(f"waymark-{PLAN_ID}-[0-9a-f]{{8}}-plan-page", k)}
     assert len(pages) == 1, keys
     (page,) = pages
-    run_keys = {f"{page}-{kind}" for kind in ("marker", "steps", "progress", "metrics")}
+    copy = page.removesuffix("-plan-page")
+    run_keys = {f"{copy}-{kind}" for kind in ("marker", "steps", "progress", "metrics")}
     assert keys == {page, *run_keys}, keys
-    marker_runs = {a.flow_run_id for a in artifacts if a.key == f"{page}-marker"}
+    marker_runs = {a.flow_run_id for a in artifacts if a.key == f"{copy}-marker"}
     assert marker_runs == {r.id for r in order}
 
     # The server keeps its records in its PostgreSQL database (not in a SQLite file).
