@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -283,6 +284,13 @@ SHOWN_TEXT = """el => {
 }"""
 
 
+def _settled(page: Any) -> None:
+    """Wait until the page shows no loading placeholder (the UI's pulsing skeletons)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(".animate-pulse")).to_have_count(0)
+
+
 @dataclass
 class Deployed:
     """The deployment, its worker, and its first run (final)."""
@@ -356,10 +364,12 @@ def deployed(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
     worker_line = re.search(r"^    (waymark worker --pool \S+)$", proc.stdout, re.M)
     assert dep_id and page_link and worker_line, proc.stdout
     log = work / "worker.log"
+    shell = dict(os.environ, PREFECT_WORKER_QUERY_SECONDS="2")  # a test's patience
+    shell["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     with log.open("wb") as sink:  # the printed line, with --limit 1 (one run at a time)
         worker = subprocess.Popen(
             ["bash", "-c", f"{worker_line.group(1)} --limit 1"],
-            env={**os.environ, "PREFECT_WORKER_QUERY_SECONDS": "2"},  # a test's patience
+            env=shell,
             cwd=work,
             stdout=sink,
             stderr=subprocess.STDOUT,
@@ -394,9 +404,11 @@ def test_the_deployments_runs_show_plan_and_date(
     expect(link).to_be_visible()
     shown = link.evaluate(SHOWN_TEXT)
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-    assert re.match(rf"{DEPLOYED_PLAN} · {stamp} · ", shown), (shown, first.name)
+    assert re.match(rf"{DEPLOYED_PLAN} · {stamp}(?= |$)", shown), (shown, first.name)
     card = page.locator('[data-slot="card"]').filter(has=link)
     expect(_state_badge(card, "Stopped")).to_be_visible()
+    expect(card).to_contain_text("1 Task run")  # collect; --max-steps 1
+    _settled(page)
     page.screenshot(path=str(shots / "deployment.png"))
 
     # The printed link opens the Description tab: where the plan stands, after which run.
@@ -405,9 +417,12 @@ def test_the_deployments_runs_show_plan_and_date(
     )
     page.goto(deployed.page_link)
     expect(page.get_by_role("tab", name="Description")).to_have_attribute("aria-selected", "true")
-    expect(page.get_by_text(f"Advance plan '{DEPLOYED_PLAN}' (Terms review)")).to_be_visible()
+    expect(
+        page.get_by_text(f"Advance plan '{DEPLOYED_PLAN}' (Terms review): up to 1 step per")
+    ).to_be_visible()
     stands = "Where it stands: stopped after 1 step · 1/2 done · next: draft"
     expect(page.get_by_text(f"{stands} (after run {first.name}, ")).to_be_visible()
+    _settled(page)
     page.screenshot(path=str(shots / "deployment-description.png"))
 
 
@@ -467,6 +482,7 @@ def test_the_review_form_answers_a_suspended_deployment_run(
     page.set_viewport_size({"width": 1400, "height": 1600})  # the whole form in the picture
     try:
         expect(form.get_by_role("button", name="Resume", exact=True)).to_be_in_viewport()
+        _settled(page)
         page.screenshot(path=str(shots / "review-form.png"))
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})
