@@ -336,6 +336,10 @@ def deploy(
         print(f"created work pool {pool!r} (type process)")
     print(f"deployed {full} ({deployment_id}) to work pool {pool!r} on {where}")
     print(f"  schedule: {when}; one run at a time, later runs wait their turn")
+    from ..run.prefect_ui import deployment_url
+
+    if (page := deployment_url(deployment_id)) is not None:
+        print(f"  deployment page (after each run it says where the plan stands): {page}")
     if opts.review_wait is not None:
         print(
             f"  a stop for review suspends the run up to {opts.review_wait:g} s (its worker is "

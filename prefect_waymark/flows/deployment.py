@@ -147,7 +147,8 @@ def build_deployment(
         parameters["review_wait_seconds"] = review_wait_seconds
     if agent_wait_seconds is not None:
         parameters["agent_wait_seconds"] = agent_wait_seconds
-    budget = f"up to {max_steps} steps per run" if max_steps else "every remaining step"
+    steps = "step" if max_steps == 1 else "steps"
+    budget = f"up to {max_steps} {steps} per run" if max_steps else "every remaining step"
     options: dict[str, Any] = {
         "name": name or plan.plan_id,
         "schedules": schedule.schedules(),

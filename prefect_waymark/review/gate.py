@@ -188,7 +188,7 @@ class ReviewGate:
         )  # fmt: skip
         self.log.warning(
             "step %s: the flow run pauses up to %ss for an answer (accept / rerun / abort) in "
-            "the Prefect UI: open the flow run and press Resume",
+            "the Prefect UI: open the flow run, Resume in its ⋮ menu",
             step_id,
             self.wait_seconds,
         )

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..text.commands import carry_options
-from ..text.human_time import ago, when
+from ..text.human_time import ago, deadline
 
 if TYPE_CHECKING:
     from ..plan.spec import PlanSpec
@@ -234,8 +234,8 @@ def form_description(
         ),
         "**reason** and **by** go into the ledger with your decision.",
         "",
-        f"This run waits until {when(now + timedelta(seconds=wait_seconds), now)}; without an "
-        f"answer it stops for review, and `waymark review PLAN --step {step_id} --accept` "
+        f"This run waits until {deadline(now + timedelta(seconds=wait_seconds), now)}; without "
+        f"an answer it stops for review, and `waymark review PLAN --step {step_id} --accept` "
         "(or `--rerun`, `--abort`) answers later.",
     ]
     if page_url:

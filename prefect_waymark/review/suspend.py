@@ -274,8 +274,8 @@ def record_suspension(
     )  # fmt: skip
     gate.log.warning(
         "step %s: the flow run suspends up to %ss for an answer (accept / rerun / abort): "
-        "its worker is free meanwhile; answer in the Prefect UI (open the flow run, press "
-        "Resume) or with `waymark review PLAN --step %s --accept|--rerun|--abort`, which "
+        "its worker is free meanwhile; answer in the Prefect UI (open the flow run, Resume "
+        "in its ⋮ menu) or with `waymark review PLAN --step %s --accept|--rerun|--abort`, which "
         "resumes it; any worker of the pool then picks it up",
         step_id,
         gate.wait_seconds,

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STATE_NAMES",
+    "deployment_url",
     "final_state",
     "format_run_name",
     "run_name",
@@ -203,6 +204,22 @@ def _plan_page(flow_run_id: str, plan_id: str) -> tuple[str, str] | None:
         if artifact.key and is_page_key(artifact.key, plan_id):
             return str(artifact.id), artifact.key
     return None
+
+
+def deployment_url(deployment_id: str | UUID, ui_url: str | None = None) -> str | None:
+    """The deployment's page in the Prefect UI, opened on its Description tab — where a
+    deployment's runs write where the plan stands (``review/schedules.py``): Prefect 3.9's
+    deployment page opens on its Runs tab and shows no description there (checked in the
+    browser). ``None`` when Prefect knows no UI."""
+    if ui_url is None:
+        from prefect.settings import PREFECT_UI_URL
+
+        ui_url = PREFECT_UI_URL.value()
+    if not ui_url:
+        return None
+    from ..markers.plan_copy import ui_pages
+
+    return f"{ui_pages(ui_url)}/deployments/deployment/{deployment_id}?tab=Description"
 
 
 def ui_links(flow_run_id: str | None, plan_id: str, ui_url: str | None = None) -> dict[str, str]:

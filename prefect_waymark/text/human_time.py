@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-__all__ = ["ago", "as_datetime", "local_stamp", "when"]
+__all__ = ["ago", "as_datetime", "deadline", "local_stamp", "when"]
 
 
 def as_datetime(at: datetime | str | None) -> datetime | None:
@@ -53,3 +53,10 @@ def when(at: datetime | str | None, now: datetime) -> str:
     if as_datetime(at) is None:
         return "never"
     return f"{ago(at, now)} ({local_stamp(at)})"
+
+
+def deadline(at: datetime | str | None, now: datetime) -> str:
+    """A time to come, read after "until": "Tue 01 Dec 2026, 08:23 CET (in 15 min)"."""
+    if as_datetime(at) is None:
+        return "never"
+    return f"{local_stamp(at)} ({ago(at, now)})"

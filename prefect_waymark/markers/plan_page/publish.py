@@ -27,6 +27,7 @@ from ..plan_copy import (
     is_page_key,
     plan_copy,
     ui_base_url,
+    ui_pages,
     version_url,
 )
 
@@ -315,7 +316,9 @@ class PlanPage(RunObserver):
         self._failure_shown = False
         gate.on_pause.append(self._now)
         gate.on_answer.append(self._now)
-        gate.page_url = artifact_url(ui_base_url(), self.publisher.copy.page_key())
+        base = ui_base_url()  # in the UI the server serves by default, as the run's links
+        pages = ui_pages(base) if base else None
+        gate.page_url = artifact_url(pages, self.publisher.copy.page_key())
 
     def _now(self, *_: Any) -> None:
         self.publisher.publish(live=True)

@@ -26,7 +26,7 @@ from ...metrics.table import MUST_BE_ZERO, NOT_USED, metric_rows
 from ...models import GoalContract
 from ...plan.spec import PlanSpec
 from ...review.reasons import answer_effects, reason_words, review_commands
-from ...text.human_time import ago, as_datetime, when
+from ...text.human_time import ago, as_datetime, deadline, when
 from ...text.markdown import (
     blocked_why,
     cell,
@@ -369,25 +369,26 @@ def review_section(
             run_link = link("its flow run", flow_run_url(ui_url, pause.data.get("flow_run_id")))
             out.append(
                 f"- In the Prefect UI: a deployment's run is suspended for this answer until "
-                f"{when(until, now)} (its worker is free meanwhile): open {run_link} and press "
-                "**Resume**; the form asks for the decision (accept / rerun / abort), a receipt "
-                "(only for an action whose outcome is unknown), a reason and your name. Any "
-                "worker of the pool then picks the run up and it goes on from here."
+                f"{deadline(until, now)} (its worker is free meanwhile): open {run_link}, "
+                "**Resume** in its ⋮ menu; the form asks for the decision (accept / rerun / "
+                "abort), a receipt (only for an action whose outcome is unknown), a reason and "
+                "your name. Any worker of the pool then picks the run up and it goes on from here."
             )
         elif paused_here and pause is not None:
             until = pause.at + timedelta(seconds=float(pause.data.get("timeout_seconds", 0)))
             run_link = link("its flow run", flow_run_url(ui_url, pause.data.get("flow_run_id")))
             out.append(
-                f"- In the Prefect UI: this run is paused and waits until {when(until, now)}:"
-                f" open {run_link} and press **Resume**; the form asks for the decision (accept /"
-                " rerun / abort), a receipt (only for an action whose outcome is unknown), a "
-                "reason and your name. Without an answer by then the run stops for review."
+                f"- In the Prefect UI: this run is paused and waits until {deadline(until, now)}:"
+                f" open {run_link}, **Resume** in its ⋮ menu; the form asks for the decision"
+                " (accept / rerun / abort), a receipt (only for an action whose outcome is "
+                "unknown), a reason and your name. Without an answer by then the run stops for "
+                "review."
             )
         else:
             out.append(
                 "- In the Prefect UI: no run waits for this answer now. A run started with "
                 "`review_wait_seconds` (or `$WAYMARK_REVIEW_WAIT_SECONDS`) pauses here and shows "
-                "the form on its flow run page (**Resume**)."
+                "the form on its flow run page (**Resume**, in its ⋮ menu)."
             )
         cmds = review_commands(
             plan.source,
