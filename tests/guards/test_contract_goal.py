@@ -140,7 +140,7 @@ def test_forbidden_action_is_refused_before_it_runs(prefect_server: str, tmp_pat
         },
     )
     ended, summary = flow_outcome(plan)
-    assert ended == "failed"
+    assert ended == "Failed"
     assert summary.failed_steps == ["pay"] and "report" in summary.executed_steps
     assert count(tmp_path, "pay") == 0 and count(tmp_path, "report") == 1
     # The step context carries the contract's forbidden entries (loaded from the block).

@@ -75,7 +75,7 @@ def test_every_event_of_a_real_run_fits_its_kinds_payload(
     url = f"sqlite:///{tmp_path / '.waymark' / 'ledger.db'}"
 
     ended, summary = flow_outcome(plan_path)
-    assert ended == "failed" and summary.failed_steps == ["wire"]
+    assert ended == "Failed" and summary.failed_steps == ["wire"]
     assert [r["step"] for r in summary.needs_review] == ["check"]
     with open_ledger(url, create=False) as led:
         # A person decides: abort, then accept the reviewed step (which lifts the abort); the
@@ -98,7 +98,7 @@ def test_every_event_of_a_real_run_fits_its_kinds_payload(
     proc = run_cli("rerun", str(plan_path), "flaky", "--only", "--reason", "again", "--by", "ana")
     assert proc.returncode == 0, proc.stderr
     ended, summary = flow_outcome(plan_path, publish_artifacts=False)
-    assert ended == "failed" and summary.failed_steps == ["wire"]
+    assert ended == "Failed" and summary.failed_steps == ["wire"]
     assert "check" in summary.executed_steps and summary.interrupted_steps == ["wire"]
 
     with open_ledger(url, create=False) as led:

@@ -27,7 +27,7 @@ def test_timeout_kills_the_commands_process_group(prefect_server: str, tmp_path:
         },
     )
     ended, summary = flow_outcome(plan)
-    assert ended == "failed" and summary.failed_steps == ["slow"]
+    assert ended == "Failed" and summary.failed_steps == ["slow"]
     child = int((tmp_path / "child.pid").read_text())
     assert not alive(child), "the command's child survived the step's timeout"
     time.sleep(3.5)
