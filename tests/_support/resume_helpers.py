@@ -35,17 +35,26 @@ def sqlite_url(workdir: Path) -> str:
     return f"sqlite:///{workdir / '.waymark' / 'ledger.db'}"
 
 
-def start_cli(*args: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
-    """Start the real ``waymark`` command in its own process group (so a test can kill it)."""
+def start_logged(
+    cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in its own process group (so a test can stop or kill it), its output
+    appended to ``log``."""
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [WAYMARK, *args],
+            cmd,
             cwd=cwd,
+            env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+
+
+def start_cli(*args: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
+    """Start the real ``waymark`` command in its own process group (so a test can kill it)."""
+    return start_logged([WAYMARK, *args], cwd=cwd, log=log)
 
 
 def wait_for_file(path: Path, proc: subprocess.Popen[bytes], log: Path, limit: float = 180) -> None:

@@ -22,7 +22,7 @@ from prefect_waymark.cli import app
 from prefect_waymark.flows.deployment import ENTRYPOINT
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
-from tests._support.resume_helpers import runs_of
+from tests._support.resume_helpers import runs_of, start_logged
 
 PREFECT = str(Path(sys.executable).parent / "prefect")
 
@@ -287,16 +287,7 @@ def test_the_printed_worker_commands_work_as_printed(prefect_server: str, tmp_pa
     outcomes = []
     for i, line in enumerate((worker_line.group(1), explicit.group(1))):
         log = tmp_path / f"worker-{i}.log"
-        with log.open("wb") as sink:
-            worker = subprocess.Popen(
-                ["bash", "-c", line],
-                env=shell,
-                cwd=tmp_path,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        worker = start_logged(["bash", "-c", line], cwd=tmp_path, log=log, env=shell)
         try:
             trigger = subprocess.run(
                 ["bash", "-c", run_now.group(1)],

@@ -26,6 +26,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from tests._support.helpers import run_cli
+from tests._support.resume_helpers import start_logged
 
 pytestmark = [pytest.mark.ui, pytest.mark.prefect]
 
@@ -366,16 +367,10 @@ def deployed(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
     log = work / "worker.log"
     shell = dict(os.environ, PREFECT_WORKER_QUERY_SECONDS="2")  # a test's patience
     shell["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    with log.open("wb") as sink:  # the printed line, with --limit 1 (one run at a time)
-        worker = subprocess.Popen(
-            ["bash", "-c", f"{worker_line.group(1)} --limit 1"],
-            env=shell,
-            cwd=work,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    # the printed line, with --limit 1 (one run at a time)
+    worker = start_logged(
+        ["bash", "-c", f"{worker_line.group(1)} --limit 1"], cwd=work, log=log, env=shell
+    )
     try:
         deployed = Deployed(work, UUID(dep_id.group(1)), page_link.group(1), worker, log, None)
         deployed.first = _final(deployed, _trigger(deployed.deployment_id))
