@@ -220,12 +220,10 @@ def restore(
     """Rebuild a plan's history in a ledger from an export: its events (same order, times, runs,
     data), receipts and active view, in one transaction. Every line is checked first; a ledger
     that already has the plan is refused. Nothing is written when refused."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     from ..audit.restore import read_export
     from ..errors import ExportFileError, LedgerError
     from ..ledger import open_ledger
-    from ..ledger.plan_archive import PlanArchive
+    from ..ledger.sql_ledger import SqlLedger
     from ..ledger.urls import shown_url, sqlite_path
 
     try:
@@ -248,17 +246,21 @@ def restore(
     except LedgerError as exc:
         _remove(created)
         fail(str(exc))
+    if not isinstance(led, SqlLedger):  # pragma: no cover - every ledger is one
+        fail(f"the ledger {shown_url(url)} cannot be restored into")
     try:
         with led:
-            if not isinstance(led, PlanArchive):  # pragma: no cover - every ledger is one
-                fail(f"the ledger {shown_url(url)} cannot be restored into")
             counts = led.restore_plan(
                 header.plan_id,
                 contents.events,
                 contents.receipts,
                 ledger_id=header.ledger_id if keep_identity else None,
             )
-    except (LedgerError, SQLAlchemyError, sqlite3.Error) as exc:  # refused, or the database said no
+    except (
+        LedgerError,
+        led.database_error,
+        sqlite3.Error,
+    ) as exc:  # refused, or the database said no
         _remove(created)  # leave no empty ledger (nor its folder) behind
         why = exc if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {exc}"
         fail(f"{export_file}: {why}; nothing written")

@@ -103,12 +103,11 @@ def open_ledger(url: str, *, create: bool = True) -> Ledger:
     The URL's password is masked in everything this process stores or sends from now on.
     """
     check_ledger_url(url)
-    from sqlalchemy.engine import make_url
-
     from .._masking import remember_secret
     from .sql_ledger import SqlLedger
+    from .urls import ledger_target
 
-    remember_secret(make_url(url).password)
+    remember_secret(ledger_target(url).password)
 
     return SqlLedger(url, create=create)
 

@@ -12,6 +12,11 @@ Steps:
 
 - **2** — the ledger gets an identity: a UUID under ``ledger_id`` (new ledgers get one at
   creation). Markers record it, so a workdir whose marker names another ledger is refused.
+- **3** — the events table keeps the indexes its reads use: ``(plan_id, seq)``,
+  ``(plan_id, kind, seq)`` and ``(plan_id, run_id, seq)`` (the last two created if an older
+  ledger lacks them), and drops ``(plan_id, step_id, seq)``, which no read used and every append
+  wrote a page of. Release 0.2.0 refuses a ledger of schema 3 ("written by a newer
+  prefect-waymark"), as every release refuses a newer schema.
 """
 
 from __future__ import annotations
@@ -24,11 +29,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from ..errors import LedgerError
-from ._tables import INSERT_META, META_VALUE, UPDATE_META
 from .schema import LEDGER_ID_KEY, SCHEMA_VERSION, SCHEMA_VERSION_KEY
+from .sql import EVENTS, INSERT_META, META_VALUE, UPDATE_META, index_statements
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+    from .connection import DbConnection as Connection
 
 __all__ = ["MIGRATIONS", "Migration", "migrate", "new_ledger_meta"]
 
@@ -59,7 +64,26 @@ def _add_identity(conn: Connection) -> None:
         conn.execute(INSERT_META, {"key": LEDGER_ID_KEY, "value": str(uuid.uuid4())})
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(2, "a ledger identity (ledger_id)", _add_identity),)
+#: The events index schema 3 drops.
+DROPPED_INDEX = "ix_waymark_events_plan_step_seq"
+
+
+def _event_indexes(conn: Connection) -> None:
+    for statement in index_statements():
+        conn.execute_raw(statement)
+    conn.execute_raw(f"DROP INDEX IF EXISTS {DROPPED_INDEX}")
+    if conn.backend == "postgresql":  # the planner's statistics, for the indexes now there
+        conn.execute_raw(f"ANALYZE {EVENTS}")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(2, "a ledger identity (ledger_id)", _add_identity),
+    Migration(
+        3,
+        "the events indexes its reads use (plan, kind and run; the step index dropped)",
+        _event_indexes,
+    ),
+)
 
 
 def _release() -> str:

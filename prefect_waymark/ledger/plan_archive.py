@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
-from ._tables import EVENTS, HOLDS, META, RECEIPTS, STEPS
+from . import sql
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .plan_close import closed_meta
 from .plan_rename import renamed_to
@@ -34,14 +34,9 @@ from .step_state import StepState, apply_event
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from sqlalchemy.engine import Connection
+    from .connection import DbConnection as Connection
 
 __all__ = ["ArchiveSnapshot", "PlanArchive"]
-
-
-def _tables() -> tuple[Any, Any, Any, Any, Any]:
-    """The events, steps, receipts, meta and holds tables."""
-    return EVENTS, STEPS, RECEIPTS, META, HOLDS
 
 
 @dataclass(frozen=True)
@@ -73,18 +68,15 @@ class PlanArchive:
     def archive_snapshot(self, plan_id: str) -> ArchiveSnapshot:
         """The plan's last and first ``seq``, event count per kind and receipt rows, in one
         read transaction."""
-        from sqlalchemy import func, select
-
-        _ev, _, _rc, _, _ = _tables()
+        params = {"p_plan": plan_id}
         with self._read(snapshot=True) as conn:
             rows = conn.execute(
-                select(_ev.c.kind, func.count(), func.min(_ev.c.seq), func.max(_ev.c.seq))
-                .where(_ev.c.plan_id == plan_id)
-                .group_by(_ev.c.kind)
+                f"SELECT kind, count(*), min(seq), max(seq) FROM {sql.EVENTS} "
+                "WHERE plan_id = :p_plan GROUP BY kind",
+                params,
             ).all()
             receipts = [
-                ReceiptRecord.from_row(r)
-                for r in conn.execute(select(_rc).where(_rc.c.plan_id == plan_id))
+                ReceiptRecord.from_row(r) for r in conn.execute(sql.RECEIPTS_OF_PLAN, params)
             ]
         return ArchiveSnapshot(
             last_seq=max((int(r[3]) for r in rows), default=0),
@@ -97,17 +89,13 @@ class PlanArchive:
         self, plan_id: str, *, after_seq: int, upto_seq: int, limit: int = 2000
     ) -> list[ProgressEvent]:
         """At most ``limit`` events of the plan with ``after_seq < seq <= upto_seq``, in order."""
-        from sqlalchemy import select
-
-        _ev = EVENTS
         q = (
-            select(_ev)
-            .where(_ev.c.plan_id == plan_id, _ev.c.seq > after_seq, _ev.c.seq <= upto_seq)
-            .order_by(_ev.c.seq)
-            .limit(limit)
+            f"{sql.PLAN_EVENTS} AND seq > :p_after AND seq <= :p_upto "
+            f"ORDER BY seq LIMIT {int(limit)}"
         )
+        params = {"p_plan": plan_id, "p_after": after_seq, "p_upto": upto_seq}
         with self._read() as conn:
-            return [event_from_row(r) for r in conn.execute(q)]
+            return [event_from_row(r) for r in conn.execute(q, params)]
 
     # -- writing -------------------------------------------------------------------------
     def restore_plan(
@@ -128,15 +116,12 @@ class PlanArchive:
         """
         if not events:
             raise LedgerError(f"the export of plan {plan_id!r} has no event: nothing to restore")
-        from sqlalchemy import func, insert, select, update
-
-        _ev, _steps, _rc, _meta, _ = _tables()
         with self._write() as conn:
-            if conn.dialect.name == "postgresql":  # appends wait: the seq numbers stay ours
-                for table in (_ev.name, _rc.name, _steps.name):
-                    conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            # PostgreSQL: appends wait, the seq numbers stay ours
+            for statement in sql.lock_tables(conn.backend, sql.EVENTS, sql.RECEIPTS, sql.STEPS):
+                conn.execute_raw(statement)
             self._check_restore(conn, plan_id, receipts, adopt=ledger_id is not None)
-            top = int(conn.execute(select(func.coalesce(func.max(_ev.c.seq), 0))).scalar_one())
+            top = int(conn.execute(f"SELECT coalesce(max(seq), 0) FROM {sql.EVENTS}").scalar_one())
             first = min(e.seq or 0 for e in events)
             offset = top - first + 1 if first <= top else 0
             highest = max(e.seq or 0 for e in events) + offset
@@ -148,28 +133,26 @@ class PlanArchive:
                 )
             events = [shift_refs(e, offset) for e in events]
             rows = [{"seq": (e.seq or 0) + offset, **event_values(e)} for e in events]
-            conn.execute(insert(_ev), rows)
-            if conn.dialect.name == "postgresql":  # the next append continues after ours
-                conn.exec_driver_sql(
-                    f"SELECT setval(pg_get_serial_sequence('{EVENTS.name}', 'seq'), "
-                    f"(SELECT max(seq) FROM {EVENTS.name}))"
+            conn.executemany(sql.INSERT_EVENT_WITH_SEQ, rows)
+            if conn.backend == "postgresql":  # the next append continues after ours
+                conn.execute_raw(
+                    f"SELECT setval(pg_get_serial_sequence('{sql.EVENTS}', 'seq'), "
+                    f"(SELECT max(seq) FROM {sql.EVENTS}))"
                 )
             steps = self._fold_restored(conn, events, offset)
-            if receipts:
-                conn.execute(insert(_rc), [rec.row_values() for rec in receipts])
+            conn.executemany(sql.INSERT_RECEIPT, [rec.row_values() for rec in receipts])
             renamed = [e for e in events if e.kind == EventKind.plan_renamed]
             to = renamed_to(renamed[-1] if renamed else None)
             if to is not None:  # a run under the old id is refused, as in the source ledger
-                conn.execute(insert(_meta).values(key=f"renamed:{plan_id}"[:64], value=to[:256]))
+                key = f"renamed:{plan_id}"[:64]
+                conn.execute(sql.INSERT_META, {"key": key, "value": to[:256]})
             closed = [e for e in events if e.kind == EventKind.plan_closed]
             if closed:  # the ledger's guard of a closed plan comes back with its history
                 last = closed[-1]
                 moved = last.model_copy(update={"seq": (last.seq or 0) + offset})
-                conn.execute(insert(_meta).values(**closed_meta(moved)))
+                conn.execute(sql.INSERT_META, closed_meta(moved))
             if ledger_id is not None:
-                conn.execute(
-                    update(_meta).where(_meta.c.key == LEDGER_ID_KEY).values(value=ledger_id)
-                )
+                conn.execute(sql.UPDATE_META, {"p_key": LEDGER_ID_KEY, "value": ledger_id})
         if ledger_id is not None:
             self.ledger_id = ledger_id
         return {
@@ -183,22 +166,16 @@ class PlanArchive:
     def _check_restore(
         conn: Connection, plan_id: str, receipts: Sequence[ReceiptRecord], *, adopt: bool
     ) -> None:
-        from sqlalchemy import func, select
-
-        _ev, _, _rc, _, _ = _tables()
-        n = int(
-            conn.execute(
-                select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
-            ).scalar_one()
-        )
+        n = int(conn.execute(sql.COUNT_EVENTS, {"p_plan": plan_id}).scalar_one())
         if n:
             raise LedgerError(
                 f"plan {plan_id!r} already has {n} event(s) in this ledger: a restore never "
                 "merges two histories; restore into a new ledger (--ledger URL)"
             )
-        keys = [r.key for r in receipts]
+        params: dict[str, Any] = {"p_plan": plan_id}
+        keys = sql.in_list('"key"', "key", [r.key for r in receipts], params)
         taken = conn.execute(
-            select(_rc.c.key).where((_rc.c.plan_id == plan_id) | _rc.c.key.in_(keys)).limit(1)
+            f'SELECT "key" FROM {sql.RECEIPTS} WHERE plan_id = :p_plan OR {keys} LIMIT 1', params
         ).first()
         if taken is not None:
             raise LedgerError(
@@ -206,8 +183,8 @@ class PlanArchive:
                 f"{plan_id!r}): restore into a new ledger (--ledger URL)"
             )
         if adopt:
-            others = conn.execute(select(func.count()).select_from(_ev)).scalar_one()
-            held = conn.execute(select(func.count()).select_from(_rc)).scalar_one()
+            others = conn.execute(f"SELECT count(*) FROM {sql.EVENTS}").scalar_one()
+            held = conn.execute(f"SELECT count(*) FROM {sql.RECEIPTS}").scalar_one()
             if others or held:
                 raise LedgerError(
                     "--keep-identity takes the exported ledger's identity, which only a ledger "
@@ -218,11 +195,6 @@ class PlanArchive:
     @staticmethod
     def _fold_restored(conn: Connection, events: Sequence[ProgressEvent], offset: int) -> int:
         """The projection (and the holds of the steps in progress) from the restored events."""
-        from sqlalchemy import insert
-
-        from ._tables import insert_step_states
-
-        _holds = HOLDS
         states: dict[str, StepState] = {}
         last: dict[str, int] = {}
         started: dict[str, ProgressEvent] = {}
@@ -236,7 +208,5 @@ class PlanArchive:
             if ev.kind == EventKind.step_started:
                 started[ev.step_id] = moved
         plan_id = events[0].plan_id
-        holds = list(restored_holds(plan_id, states, started))
-        if holds:
-            conn.execute(insert(_holds), holds)
-        return insert_step_states(conn, plan_id, states, last)
+        conn.executemany(sql.INSERT_HOLD, list(restored_holds(plan_id, states, started)))
+        return sql.insert_step_states(conn, plan_id, states, last)

@@ -21,7 +21,7 @@ from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError, PlanClosedError
-from ._tables import HOLDS, INSERT_META, RECEIPTS, STEP_STATES, STEPS, STOP_ROWS
+from . import sql
 from .event_kinds import EventLike
 from .events import EventKind, ProgressEvent
 from .step_state import StepState, states_by_step
@@ -29,9 +29,8 @@ from .step_state import StepState, states_by_step
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from sqlalchemy.engine import Connection
-
     from .base import LedgerReader
+    from .connection import DbConnection as Connection
 
 __all__ = [
     "GUARDED_KINDS",
@@ -82,7 +81,7 @@ def refuse_if_stopped(conn: Connection, plan_id: str, kind: EventKind) -> None:
     away, :class:`PlanClosedError` if the plan was closed."""
     keys = {_renamed_key(plan_id): "renamed", closed_key(plan_id): "closed"}
     rows = conn.execute(
-        STOP_ROWS, {"p_renamed": _renamed_key(plan_id), "p_closed": closed_key(plan_id)}
+        sql.STOP_ROWS, {"p_renamed": _renamed_key(plan_id), "p_closed": closed_key(plan_id)}
     )
     found = {keys[r.key]: str(r.value) for r in rows}
     if "renamed" in found:
@@ -129,19 +128,18 @@ class PlanCloses:
         ``decide`` for the close's data and record ``plan_closed`` with the ``closed:`` meta
         row; return the event, or ``None`` when ``decide`` recorded nothing."""
         with self._write() as conn:
-            if conn.dialect.name == "postgresql":
-                # Step starts (they take a hold first), action claims (they write receipts) and
-                # step events wait until the close commits, then see it.
-                for table in (HOLDS.name, RECEIPTS.name, STEPS.name):
-                    conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            # PostgreSQL: step starts (they take a hold first), action claims (they write
+            # receipts) and step events wait until the close commits, then see it.
+            for statement in sql.lock_tables(conn.backend, sql.HOLDS, sql.RECEIPTS, sql.STEPS):
+                conn.execute_raw(statement)
             refuse_if_stopped(conn, plan_id, EventKind.plan_closed)
-            rows = conn.execute(STEP_STATES, {"p_plan": plan_id})
-            data = decide(states_by_step(r.state for r in rows))
+            rows = conn.execute(sql.STEP_STATES, {"p_plan": plan_id}).scalars()
+            data = decide(states_by_step(rows))
             if data is None:
                 return None
             ev = ProgressEvent(plan_id=plan_id, kind=EventKind.plan_closed, data=data)
             stored = self._append(conn, ev, 60.0)
-            conn.execute(INSERT_META, closed_meta(stored))
+            conn.execute(sql.INSERT_META, closed_meta(stored))
             return stored
 
 

@@ -20,12 +20,10 @@ are: its history is read under its old id.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
-from sqlalchemy import func, insert, select, update
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
-from ._tables import EVENTS, HOLDS, META, META_VALUE, RECEIPTS, STEPS, insert_step_states
+from . import sql
 from .base import LedgerReader
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .schema import event_from_row, event_values, kind_names
@@ -34,7 +32,7 @@ from .step_state import StepState, apply_event, has_history, row_fields
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from sqlalchemy.engine import Connection
+    from .connection import DbConnection as Connection
 
 __all__ = ["PlanRenames", "check_not_renamed", "refuse_if_renamed", "renamed_to"]
 
@@ -52,7 +50,7 @@ def refuse_if_renamed(conn: Connection, plan_id: str) -> None:
     """Inside a write transaction: raise :class:`LedgerError` if ``plan_id`` was renamed away
     (a run that started under the old id must not start a step or claim an action after the
     rename: the next run under the new id would not see them, and could act again)."""
-    row = conn.execute(META_VALUE, {"p_key": _renamed_key(plan_id)}).first()
+    row = conn.execute(sql.META_VALUE, {"p_key": _renamed_key(plan_id)}).first()
     if row is not None:
         raise LedgerError(
             f"plan {plan_id!r} was renamed to {row.value!r} while this run went on; it stops "
@@ -99,33 +97,28 @@ class PlanRenames:
         the rename cannot be done; then nothing changed."""
         if old == new:
             raise LedgerError(f"the plan is already called {new!r}: nothing to rename")
-        _ev, _rc, _meta = EVENTS, RECEIPTS, META
         with self._write() as conn:
-            if conn.dialect.name == "postgresql":
-                # Step starts (they take a hold first), action claims (they write receipts) and
-                # appends to either id wait until the rename commits, then see it and stop.
-                for table in (HOLDS.name, RECEIPTS.name, STEPS.name):
-                    conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            # PostgreSQL: step starts (they take a hold first), action claims (they write
+            # receipts) and appends to either id wait until the rename commits, then see it.
+            for statement in sql.lock_tables(conn.backend, sql.HOLDS, sql.RECEIPTS, sql.STEPS):
+                conn.execute_raw(statement)
             self._check_rename(conn, old, new)
             copied = self._copy_events(conn, old, new)
             steps = self._fold_copies(conn, new)
-            receipts = int(
-                conn.execute(update(_rc).where(_rc.c.plan_id == old).values(plan_id=new)).rowcount
-            )
+            moved = f"UPDATE {sql.RECEIPTS} SET plan_id = :new WHERE plan_id = :old"
+            receipts = int(conn.execute(moved, {"new": new, "old": old}).rowcount)
             counts = {"events": copied, "steps": steps, "receipts": receipts}
-            conn.execute(insert(_meta).values(key=_renamed_key(old), value=new[:256]))
-            closed = conn.execute(
-                select(_meta.c.value).where(_meta.c.key == f"closed:{old}"[:64])
-            ).first()
+            conn.execute(sql.INSERT_META, {"key": _renamed_key(old), "value": new[:256]})
+            closed = conn.execute(sql.META_VALUE, {"p_key": f"closed:{old}"[:64]}).first()
             if closed is not None:  # a closed plan stays closed under its new id
                 key = f"closed:{new}"[:64]
-                conn.execute(insert(_meta).values(key=key, value=closed.value))
+                conn.execute(sql.INSERT_META, {"key": key, "value": closed.value})
             for plan_id, data in (
                 (new, {"from_plan": old, "by": by, **counts}),
                 (old, {"to_plan": new, "by": by, **counts}),
             ):
                 ev = ProgressEvent(plan_id=plan_id, kind=EventKind.plan_renamed, data=data)
-                conn.execute(insert(_ev).values(**event_values(ev)))
+                conn.execute(sql.INSERT_EVENT, event_values(ev))
         return counts
 
     def rename_steps(
@@ -144,9 +137,9 @@ class PlanRenames:
         with the reason if a rename cannot be done (then nothing changed): the old id has no
         history, the new one has, or a run holds the old id's step."""
         with self._write() as conn:
-            if conn.dialect.name == "postgresql":  # as rename_plan: claims and starts wait
-                for table in (HOLDS.name, RECEIPTS.name, STEPS.name):
-                    conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            # as rename_plan: claims and starts wait (PostgreSQL)
+            for statement in sql.lock_tables(conn.backend, sql.HOLDS, sql.RECEIPTS, sql.STEPS):
+                conn.execute_raw(statement)
             states = {
                 sid: self._state_of(conn, plan_id, sid) for pair in renames.items() for sid in pair
             }
@@ -155,13 +148,12 @@ class PlanRenames:
             receipts = 0
             common = {"by": by, "source": source}
             for old, new in renames.items():
-                receipts += int(
-                    conn.execute(
-                        update(RECEIPTS)
-                        .where(RECEIPTS.c.plan_id == plan_id, RECEIPTS.c.step_id == old)
-                        .values(step_id=new)
-                    ).rowcount
+                moved_rows = (
+                    f"UPDATE {sql.RECEIPTS} SET step_id = :new "
+                    "WHERE plan_id = :p_plan AND step_id = :old"
                 )
+                params = {"new": new, "p_plan": plan_id, "old": old}
+                receipts += int(conn.execute(moved_rows, params).rowcount)
                 carried = states[old]
                 assert carried is not None
                 state = carried.model_dump(mode="json", exclude={"step_id"})
@@ -187,9 +179,7 @@ class PlanRenames:
 
     @staticmethod
     def _state_of(conn: Connection, plan_id: str, step_id: str) -> StepState | None:
-        row = conn.execute(
-            select(STEPS.c.state).where(STEPS.c.plan_id == plan_id, STEPS.c.step_id == step_id)
-        ).first()
+        row = conn.execute(sql.STEP_STATE, {"p_plan": plan_id, "p_step": step_id}).first()
         fields = row_fields(row.state if row is not None else None, step_id)
         return StepState.model_construct(**fields) if fields is not None else None
 
@@ -214,7 +204,8 @@ class PlanRenames:
                 "never merges two histories"
             )
         held = conn.execute(
-            select(HOLDS.c.run_id).where(HOLDS.c.plan_id == plan_id, HOLDS.c.step_id == old)
+            f"SELECT run_id FROM {sql.HOLDS} WHERE plan_id = :p_plan AND step_id = :old",
+            {"p_plan": plan_id, "old": old},
         ).first()
         if held is not None:
             raise LedgerError(
@@ -223,19 +214,14 @@ class PlanRenames:
 
     @staticmethod
     def _check_rename(conn: Connection, old: str, new: str) -> None:
-        _ev, _holds = EVENTS, HOLDS
-
         def count(plan_id: str) -> int:
-            q = select(func.count()).select_from(_ev).where(_ev.c.plan_id == plan_id)
-            return int(conn.execute(q).scalar_one())
+            return int(conn.execute(sql.COUNT_EVENTS, {"p_plan": plan_id}).scalar_one())
 
         if count(old) == 0:
             raise LedgerError(f"plan {old!r} has no history in this ledger: nothing to carry over")
         last = conn.execute(
-            select(_ev)
-            .where(_ev.c.plan_id == old, _ev.c.kind == EventKind.plan_renamed.value)
-            .order_by(_ev.c.seq.desc())
-            .limit(1)
+            sql.PLAN_EVENTS + " AND kind = :kind ORDER BY seq DESC LIMIT 1",
+            {"p_plan": old, "kind": EventKind.plan_renamed.value},
         ).first()
         to = renamed_to(event_from_row(last) if last is not None else None)
         if to is not None:
@@ -246,9 +232,8 @@ class PlanRenames:
                 "two histories; pick an id that is new to this ledger"
             )
         held = conn.execute(
-            select(_holds.c.branch, _holds.c.step_id, _holds.c.run_id).where(
-                _holds.c.plan_id == old
-            )
+            f"SELECT branch, step_id, run_id FROM {sql.HOLDS} WHERE plan_id = :p_plan",
+            {"p_plan": old},
         ).first()
         if held is not None:
             raise LedgerError(
@@ -259,26 +244,27 @@ class PlanRenames:
     @staticmethod
     def _copy_events(conn: Connection, old: str, new: str) -> int:
         """Copies in the old order (inserted one by one in it, so their ``seq`` keeps it)."""
-        _ev = EVENTS
-        q = select(*(_ev.c[c] for c in _COPIED)).where(_ev.c.plan_id == old).order_by(_ev.c.seq)
-        rows = [{"plan_id": new, **dict(zip(_COPIED, r, strict=True))} for r in conn.execute(q)]
-        if rows:
-            conn.execute(insert(_ev), rows)
+        q = f"SELECT {', '.join(_COPIED)} FROM {sql.EVENTS} WHERE plan_id = :p_plan ORDER BY seq"
+        rows: list[dict[str, Any]] = [
+            {"plan_id": new, **dict(zip(_COPIED, r, strict=True))}
+            for r in conn.execute(q, {"p_plan": old}).all()
+        ]
+        insert = (
+            f"INSERT INTO {sql.EVENTS} (plan_id, {', '.join(_COPIED)}) "
+            f"VALUES (:plan_id, {', '.join(':' + c for c in _COPIED)})"
+        )
+        conn.executemany(insert, rows)
         return len(rows)
 
     @staticmethod
     def _fold_copies(conn: Connection, plan_id: str) -> int:
-        _ev = EVENTS
-        q = (
-            select(_ev)
-            .where(_ev.c.plan_id == plan_id, _ev.c.kind.in_(kind_names(STEP_EVENT_KINDS)))
-            .order_by(_ev.c.seq)
-        )
+        params: dict[str, Any] = {"p_plan": plan_id}
+        where = sql.in_list("kind", "k", kind_names(STEP_EVENT_KINDS), params)
         states: dict[str, StepState] = {}
         last: dict[str, int] = {}
-        for row in conn.execute(q):
+        for row in conn.execute(f"{sql.PLAN_EVENTS} AND {where} ORDER BY seq", params):
             ev = event_from_row(row)
             assert ev.step_id is not None and ev.seq is not None
             states[ev.step_id] = apply_event(states.get(ev.step_id), ev)
             last[ev.step_id] = ev.seq
-        return insert_step_states(conn, plan_id, states, last)
+        return sql.insert_step_states(conn, plan_id, states, last)

@@ -78,16 +78,16 @@ class ReceiptRecord(BaseModel):
     @classmethod
     def from_row(cls, row: Any) -> ReceiptRecord:
         """The record from its row (a row of every column of ``waymark_receipts``)."""
-        values = dict(row._mapping)
+        values = row._asdict()
         data = json.loads(values.pop("data"))
         return cls(**values, **data)
 
     def row_values(self) -> dict[str, Any]:
         """The record as a row of ``waymark_receipts``: the fields that are columns of their
         own, the rest as ``data`` (JSON)."""
-        from ._tables import RECEIPTS  # a row is written where a ledger is open
+        from .sql import RECEIPT_COLUMNS
 
-        columns = [c.name for c in RECEIPTS.columns if c.name != "data"]
+        columns = [c for c in RECEIPT_COLUMNS if c != "data"]
         data = self.model_dump(exclude=set(columns))
         return {
             **{c: getattr(self, c) for c in columns},

@@ -1,7 +1,7 @@
 """The ledger schema's version, and how an event becomes a row and a row an event again.
 
 Standard library only (the event model loads when a row becomes an event): the tables
-themselves are defined once, as SQLModel tables, in :mod:`._tables`.
+themselves and every statement are written once, in :mod:`.sql`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ __all__ = [
 ]
 
 #: The version of this schema, stored in ``waymark_meta`` under :data:`SCHEMA_VERSION_KEY`.
-#: 1: prefect-waymark 0.1.0; 2 (0.2.0): a ledger identity. :mod:`.migrations` brings older
-#: ledgers up.
-SCHEMA_VERSION = 2
+#: 1: prefect-waymark 0.1.0; 2 (0.2.0): a ledger identity; 3 (0.3.0): the events table's
+#: indexes are the three its reads use. :mod:`.migrations` brings older ledgers up.
+SCHEMA_VERSION = 3
 SCHEMA_VERSION_KEY = "schema_version"
 #: The ledger's identity, a UUID written when it is created (or migrated to version 2).
 LEDGER_ID_KEY = "ledger_id"
@@ -52,7 +52,7 @@ def check_schema_version(found: int, where: str) -> None:
 def event_fields(row: Any) -> dict[str, Any]:
     """An event's fields from its row (a row of every column of the events table): ``at`` a
     datetime, ``data`` a dict, ``kind`` as stored (a plain string)."""
-    values = dict(row._mapping)
+    values: dict[str, Any] = row._asdict()
     values["at"] = datetime.fromisoformat(values["at"])
     values["data"] = json.loads(values["data"])
     return values

@@ -1,11 +1,9 @@
 """The SQL ledger: SQLite (WAL, the embedded default) or PostgreSQL through psycopg 3, one path.
 
-Every statement is built once from the SQLModel tables (:mod:`._tables`) and runs on
-SQLAlchemy's engine for both back-ends (:mod:`.connection`). SQLite keeps its settings through
-the engine's events: the ledger's pragmas on each new connection, ``BEGIN IMMEDIATE`` for every
-write transaction (concurrent writers queue for the lock instead of failing mid-way), a deferred
-``BEGIN`` for reads (one snapshot, writers go on). SQLAlchemy is imported when a ledger is
-opened, not when this package is.
+Every statement is written once (:mod:`.sql`) and runs on the driver's own connection for both
+back-ends (:mod:`.connection`): on SQLite the ledger's pragmas on each new connection,
+``BEGIN IMMEDIATE`` for every write transaction (concurrent writers queue for the lock instead of
+failing mid-way), a deferred ``BEGIN`` for reads (one snapshot, writers go on).
 
 :class:`SqlLedger` reads and writes the events, the steps' projection, the branches' holds and
 the receipts of irreversible actions (a receipt row's life: :mod:`.receipts`), top to bottom:
@@ -18,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 import uuid
@@ -26,11 +23,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from sqlalchemy import insert, inspect, select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
+from typing import Any, Literal
 
 from ..errors import (
     BranchBusyError,
@@ -40,36 +33,9 @@ from ..errors import (
     ReceiptConflictError,
 )
 from ..models import utcnow
-from ._tables import (
-    COUNT_EVENTS,
-    EVENTS,
-    HOLDER,
-    HOLDS,
-    INSERT_EVENT,
-    META,
-    META_VALUE,
-    META_VALUE_LOCKED,
-    PLAN_HOLDS,
-    RECEIPT,
-    RECEIPT_LOCKED,
-    RECEIPTS,
-    RECEIPTS_OF_PLAN,
-    RECEIPTS_OF_STEP,
-    RELEASE_HOLD,
-    RENEW,
-    STEP_STATE,
-    STEP_STATES,
-    STEPS,
-    UPDATE_RECEIPT,
-    UPDATE_STEP,
-    add_read_indexes,
-    insert_ignoring,
-    insert_ignoring_conflict,
-    insert_step_states,
-    metadata,
-)
+from . import sql
 from .base import Hold, Ledger, event_kind, this_host
-from .connection import BEGIN_OPTION, make_engine, restore_synchronous, set_synchronous
+from .connection import Database, DbConnection
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .lock_wait import LOCK_WAIT_ENV, lock_wait_seconds
 from .migrations import migrate, new_ledger_meta
@@ -96,10 +62,7 @@ from .step_state import (
     row_fields,
     states_by_step,
 )
-from .urls import check_ledger_url
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection, Engine
+from .urls import check_ledger_url, ledger_target, shown_url
 
 __all__ = ["SqlLedger"]
 
@@ -107,10 +70,6 @@ __all__ = ["SqlLedger"]
 #: At most this many run ids in one ``run_id IN (...)`` (SQLite and PostgreSQL cap the
 #: parameters of a statement): :meth:`SqlLedger.events` reads a longer list in parts.
 _IDS_PER_READ = 500
-
-# A forked child's copies of its parent's connection pools: kept referenced, never used or
-# closed in the child (closing one would roll back the parent's handle from the wrong process).
-_INHERITED: list[Any] = []
 
 
 def _intent(
@@ -155,74 +114,46 @@ class _OpenFile:
     writable: tuple[Path, ...]
 
 
-def _never_closed(engine: Engine) -> None:
-    """Leave a SQLite engine's connections open until the process ends, and never close them:
-    closing the last one checkpoints the WAL into the ledger's file, and when that file was
-    made read-only (``chattr +i``) under SQLite's shared memory, the write into the mapped
-    memory ends the process with SIGBUS — at once, or at the interpreter's exit when the
-    objects are freed. One reference more than anything holds keeps each one alive (the run
-    that found its ledger gone ends now; what it leaves open is the kernel's to close)."""
-    import ctypes
-
-    pool: Any = engine.pool
-    idle = getattr(pool, "_pool", None)  # a QueuePool's idle connections
-    for record in list(idle.queue) if idle is not None else ():
-        raw = getattr(record, "dbapi_connection", None)
-        if raw is not None:
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(raw))
-    _INHERITED.append(pool)
-    engine.dispose(close=False)
-
-
 def _writable(file: Path) -> bool:
     return os.access(file, os.W_OK)  # False for a missing file, too
 
 
 class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
-    """A :class:`Ledger` on any SQLAlchemy URL; tested on SQLite and PostgreSQL."""
+    """A :class:`Ledger` on a SQLite file or a PostgreSQL database."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = check_ledger_url(url)  # a malformed or in-memory URL: LedgerUrlError
-        self._sa_engine: Engine | None = None
-        self._pid = os.getpid()
+        self._target = ledger_target(url)
+        self._sqlite = self._target.backend == "sqlite"
+        self._db: Database | None = None
         self._local = threading.local()  # this thread is inside one of our transactions
-        self._sqlite = url.split(":", 1)[0].split("+", 1)[0].lower() == "sqlite"
-        if self._sqlite:
-            self._check_sqlite_file(self._sa_database(), create)
         self._file: _OpenFile | None = None  # SQLite: the file opened
+        if self._sqlite:
+            self._check_sqlite_file(self._target.path, create)
+        try:
+            self._db = Database(self._target)
+        except ImportError as exc:  # psycopg missing
+            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
         try:
             self._prepare(create)
             self._file = self._file_identity()
-        except DatabaseError as exc:  # not only OperationalError: "file is not a database", …
+        except self._db.errors.database as exc:  # "file is not a database", a lost server, …
             self.close()
-            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc.orig}") from exc
+            raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
         except BaseException:
             self.close()
             raise
 
     @property
-    def _engine(self) -> Engine:
-        """SQLAlchemy's engine, made on first use; in a forked child, a pool of its own."""
-        if self._sa_engine is None:
-            try:
-                self._sa_engine = make_engine(self.url, self._sqlite)
-            except (SQLAlchemyError, ImportError) as exc:
-                raise LedgerError(f"cannot open the ledger {self._safe_url()}: {exc}") from exc
-        elif self._pid != os.getpid():
-            self._after_fork(self._sa_engine)
-        return self._sa_engine
+    def _database(self) -> Database:
+        assert self._db is not None
+        return self._db
 
-    def _after_fork(self, engine: Engine) -> None:
-        """In a forked child: leave the parent's connections alone (kept referenced, never
-        closed here), start a pool of our own."""
-        _INHERITED.append(engine.pool)
-        engine.dispose(close=False)
-        self._local = threading.local()
-        self._pid = os.getpid()
-
-    def _sa_database(self) -> Path | None:
-        db = make_url(self.url).database or ""
-        return Path(db) if db and db != ":memory:" else None
+    @property
+    def database_error(self) -> type[Exception]:
+        """The driver's class of every error its database reports (``sqlite3.DatabaseError``,
+        ``psycopg.DatabaseError``)."""
+        return self._database.errors.database
 
     @staticmethod
     def _check_sqlite_file(path: Path | None, create: bool) -> None:
@@ -239,7 +170,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
             raise LedgerNotFound(f"no ledger at {path}")
 
     def _file_identity(self) -> _OpenFile | None:
-        path = self._sa_database() if self._sqlite else None
+        path = self._target.path
         if path is None:
             return None
         st = path.stat()
@@ -289,47 +220,56 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
     def _safe_url(self) -> str:
         if self._sqlite:
             return self.url  # a file URL: no password to hide
-        return make_url(self.url).render_as_string(hide_password=True)
+        return shown_url(self.url)
 
     def _prepare(self, create: bool) -> None:
-        if create:
-            metadata.create_all(self._engine)  # each missing table, with its indexes, triggers
         # Only an opener that may create (a run) takes the write lock, locks the version row
-        # and migrates: one that reads or records a decision works with the schema as it is
-        # (schema 2 only added meta rows), so a read-only role or a standby can still read it.
-        with self._held(), self._engine.connect() as conn:
-            if create:
-                with conn.begin():
+        # and migrates: one that reads or records a decision works with the schema as it is,
+        # so a read-only role or a standby can still read it.
+        db = self._database
+        with self._held():
+            if not create:
+                with db.transaction(write=False) as conn:
+                    if not self._has_meta(conn):
+                        raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
                     self._prepare_rows(conn, create)
-                    add_read_indexes(conn)  # an older ledger's, in the same transaction
                 return
-            self._reading(conn)
-            if not inspect(conn).has_table(META.name):
-                raise LedgerNotFound(f"no ledger tables in {self._safe_url()}")
-            self._prepare_rows(conn, create)
+            with db.transaction(write=True) as conn:
+                if not self._has_meta(conn):  # a new ledger: every table, index, trigger
+                    if conn.backend == "postgresql":  # concurrent creators queue here
+                        conn.execute_raw("SELECT pg_advisory_xact_lock(7305146285716531200)")
+                    for statement in sql.create_statements(db.backend):
+                        conn.execute_raw(statement)
+                self._prepare_rows(conn, create)
 
-    def _prepare_rows(self, conn: Connection, create: bool) -> None:
+    def _has_meta(self, conn: DbConnection) -> bool:
+        if conn.backend == "sqlite":
+            q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
+        else:  # the tables of the connection's search path
+            q = "SELECT 1 WHERE to_regclass(CAST(:name AS text)) IS NOT NULL"
+        return conn.execute(q, {"name": sql.META}).first() is not None
+
+    def _prepare_rows(self, conn: DbConnection, create: bool) -> None:
         """The schema version (written for a new ledger, migrated for an old one when
         ``create``) and the ledger's identity."""
         found = self._version(conn, lock=create)
         if found is None:
             if not create:
                 raise LedgerNotFound(f"no ledger in {self._safe_url()} (no schema version)")
-            claim = insert_ignoring(conn, META)  # a concurrent creator may be first
-            for key, value in new_ledger_meta().items():
-                conn.execute(claim, {"key": key, "value": value})
+            for key, value in new_ledger_meta().items():  # a concurrent creator may be first
+                conn.execute(sql.INSERT_META_IGNORING, {"key": key, "value": value})
             found = self._version(conn, lock=True)
             assert found is not None
         check_schema_version(found, self._safe_url())
         if found < SCHEMA_VERSION and create:
             migrate(conn, found, self._safe_url())  # LedgerError: rolled back, unchanged
-        row = conn.execute(META_VALUE, {"p_key": LEDGER_ID_KEY}).first()
+        row = conn.execute(sql.META_VALUE, {"p_key": LEDGER_ID_KEY}).first()
         self.ledger_id = str(row.value) if row is not None else None
 
-    def _version(self, conn: Connection, *, lock: bool) -> int | None:
+    def _version(self, conn: DbConnection, *, lock: bool) -> int | None:
         """The stored schema version; with ``lock``, its row locked until the transaction ends
         (PostgreSQL; SQLite holds the write lock already): concurrent migrations queue here."""
-        q = META_VALUE_LOCKED if lock else META_VALUE
+        q = sql.META_VALUE + (sql.FOR_UPDATE if lock and conn.backend != "sqlite" else "")
         row = conn.execute(q, {"p_key": SCHEMA_VERSION_KEY}).first()
         return None if row is None else schema_version_of(row.value, self._safe_url())
 
@@ -350,47 +290,26 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         finally:
             self._local.busy = False
 
-    def _reading(self, conn: Connection) -> None:
-        """``conn`` reads only: on SQLite its transaction begins deferred (no write lock)."""
-        if self._sqlite:
-            conn.execution_options(**{BEGIN_OPTION: "BEGIN"})
-
     @contextmanager
-    def _read(self, *, snapshot: bool = False) -> Iterator[Connection]:
-        """A connection for reads. Its reads are one transaction, begun by the first (on SQLite
-        one snapshot; on PostgreSQL's default READ COMMITTED each read sees what was committed
-        before it): ``snapshot`` says a caller relies on that."""
+    def _read(self, *, snapshot: bool = False) -> Iterator[DbConnection]:
+        """A connection for reads. Its reads are one transaction (on SQLite one snapshot; on
+        PostgreSQL's default READ COMMITTED each read sees what was committed before it):
+        ``snapshot`` says a caller relies on that."""
         self._check_file()
-        with self._held(), self._engine.connect() as conn:
-            self._reading(conn)
+        with self._held(), self._database.transaction(write=False) as conn:
             yield conn
 
     @contextmanager
-    def _write(self, *, durable: bool = False) -> Iterator[Connection]:
+    def _write(self, *, durable: bool = False) -> Iterator[DbConnection]:
         """One write transaction (SQLite: ``BEGIN IMMEDIATE``), committed when the block ends,
-        rolled back if anything raises. ``durable``: its commit is on disk when it returns.
-        SQLite commits it with ``synchronous=FULL`` — the ledger's own ``NORMAL`` (WAL)
-        survives a killed process but not a power loss or an OS crash, which could take an
-        intent back after its effect happened and let the next run do the effect again;
-        PostgreSQL with ``synchronous_commit = on``, whatever the server, role or database
-        sets."""
+        rolled back if anything raises. ``durable``: its commit is on disk when it returns
+        (:meth:`.Database.transaction`)."""
         self._check_file()
+        db = self._database
         try:
-            with self._held(), self._engine.connect() as conn:
-                full = durable and self._sqlite
-                if full:
-                    set_synchronous(conn, "FULL")
-                try:
-                    with conn.begin():
-                        if durable and conn.dialect.name == "postgresql":
-                            conn.exec_driver_sql("SET LOCAL synchronous_commit = on")
-                        yield conn
-                finally:
-                    if full:
-                        restore_synchronous(conn)
-        except OperationalError as exc:  # locked, read-only, a full disk, a lost server, …
-            raise self._unavailable(str(exc.orig)) from exc
-        except sqlite3.OperationalError as exc:  # the pragma itself (a locked or broken file)
+            with self._held(), db.transaction(write=True, durable=durable) as conn:
+                yield conn
+        except db.errors.operational as exc:  # locked, read-only, a full disk, a lost server, …
             raise self._unavailable(str(exc)) from exc
 
     # -- writes --------------------------------------------------------------------------
@@ -400,7 +319,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         with self._write() as conn:
             return self._append(conn, event, lease_seconds)
 
-    def _append(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> ProgressEvent:
+    def _append(self, conn: DbConnection, ev: ProgressEvent, lease_seconds: float) -> ProgressEvent:
         fields: dict[str, Any] | None = None
         new_row = False
         key = {"p_plan": ev.plan_id, "p_step": ev.step_id}
@@ -422,7 +341,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
             # PostgreSQL a rename's or a close's table locks have ordered us after it by now.
             refuse_if_stopped(conn, ev.plan_id, ev.kind)
         values = event_values(ev)
-        seq = conn.execute(INSERT_EVENT, values).scalar_one()
+        seq = conn.execute(sql.INSERT_EVENT, values).scalar_one()
         stored = ev.model_copy(update={"seq": seq})
         if ev.kind in STEP_EVENT_KINDS:  # folded from the event as stored: what a rebuild gives
             assert ev.step_id is not None
@@ -431,34 +350,36 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
             state = folded_json(fields, ev, values["at"], values["data"])
             row = {"last_seq": seq, "state": state}
             new = {"plan_id": ev.plan_id, "step_id": ev.step_id, **row} if new_row else None
-            if new is None or conn.execute(insert_ignoring(conn, STEPS), new).rowcount != 1:
-                conn.execute(UPDATE_STEP, {**key, **row})
+            if new is None or conn.execute(sql.INSERT_STEP_IGNORING, new).rowcount != 1:
+                conn.execute(sql.UPDATE_STEP, {**key, **row})
         return stored
 
     @staticmethod
     def _step_fields(
-        conn: Connection, ev: ProgressEvent, key: dict[str, Any]
+        conn: DbConnection, ev: ProgressEvent, key: dict[str, Any]
     ) -> tuple[dict[str, Any] | None, bool]:
         """The step's fields as its projection row holds them (``None``: no row or an empty
         one), and whether the row is to be inserted. On SQLite the transaction holds the
         database's write lock, so a new step's row is inserted with its state at the end; on
         PostgreSQL an empty placeholder row is inserted now, to be locked."""
-        row = conn.execute(STEP_STATE, key).first()
-        if row is None and conn.dialect.name == "sqlite":
+        sqlite = conn.backend == "sqlite"
+        locked = sql.STEP_STATE if sqlite else sql.STEP_STATE + sql.FOR_UPDATE
+        row = conn.execute(locked, key).first()
+        if row is None and sqlite:
             return None, True
         if row is None:
             # A step's first event inserts an empty projection row first, so that SELECT
             # ... FOR UPDATE has a row to lock: a concurrent first event for the same step
             # then waits instead of failing on the primary key (PostgreSQL).
             placeholder = {"plan_id": ev.plan_id, "step_id": ev.step_id, "last_seq": 0}
-            claim = insert_ignoring(conn, STEPS)
+            claim = sql.INSERT_STEP_IGNORING
             claimed = conn.execute(claim, {**placeholder, "state": ""}).rowcount == 1
             # Our own placeholder (locked by this transaction until it ends) is empty; only
             # when a concurrent first event inserted it first is there a state to re-read.
-            row = None if claimed else conn.execute(STEP_STATE, key).first()
+            row = None if claimed else conn.execute(locked, key).first()
         return row_fields(row.state if row else None, ev.step_id or ""), False
 
-    def _take_hold(self, conn: Connection, ev: ProgressEvent, lease_seconds: float) -> None:
+    def _take_hold(self, conn: DbConnection, ev: ProgressEvent, lease_seconds: float) -> None:
         branch = ev.branch or "main"
         values = {
             "plan_id": ev.plan_id,
@@ -472,19 +393,10 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         }
         # ON CONFLICT DO NOTHING: the (plan_id, branch) primary key still decides who holds the
         # slot; a loser gets no row back instead of an error that would abort a PostgreSQL
-        # transaction. Another SQL back-end: the primary key raises inside a savepoint.
-        take = insert_ignoring_conflict(conn.dialect.name, HOLDS, HOLDS.c.branch)
-        if take is not None:
-            taken = conn.execute(take, values).first() is not None
-        else:
-            try:
-                with conn.begin_nested():
-                    conn.execute(insert(HOLDS), values)
-                taken = True
-            except IntegrityError:
-                taken = False
+        # transaction.
+        taken = conn.execute(sql.TAKE_HOLD, values).first() is not None
         if not taken:
-            holder = conn.execute(HOLDER, {"p_plan": ev.plan_id, "p_branch": branch}).first()
+            holder = conn.execute(sql.HOLDER, {"p_plan": ev.plan_id, "p_branch": branch}).first()
             raise BranchBusyError(
                 ev.plan_id,
                 branch,
@@ -492,11 +404,13 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
                 holder.run_id if holder else "?",
             )
 
-    def _release_hold(self, conn: Connection, ev: ProgressEvent, state_branch: str | None) -> None:
+    def _release_hold(
+        self, conn: DbConnection, ev: ProgressEvent, state_branch: str | None
+    ) -> None:
         branch = ev.branch or state_branch or "main"
         owner = ev.data.get("dead_run") if ev.kind == EventKind.step_interrupted else ev.run_id
         deleted = conn.execute(
-            RELEASE_HOLD,
+            sql.RELEASE_HOLD,
             {"p_plan": ev.plan_id, "p_branch": branch, "p_step": ev.step_id, "p_run": owner or ""},
         ).rowcount
         if deleted != 1:
@@ -508,7 +422,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
     def renew(self, run_id: str, lease_seconds: float) -> int:
         with self._write() as conn:
             params = {"p_run": run_id, "lease_until": time.time() + lease_seconds}
-            return int(conn.execute(RENEW, params).rowcount)
+            return int(conn.execute(sql.RENEW, params).rowcount)
 
     # -- reads ---------------------------------------------------------------------------
     def events(
@@ -523,24 +437,24 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
     ) -> list[ProgressEvent]:
         if first is not None and last is not None:
             raise ValueError("events(): give first or last, not both")
-        q = select(EVENTS).where(EVENTS.c.plan_id == plan_id, EVENTS.c.seq > after_seq)
+        params: dict[str, Any] = {"p_plan": plan_id, "p_after": after_seq}
+        q = sql.PLAN_EVENTS + " AND seq > :p_after"
         if kinds is not None:  # by the (plan_id, kind, seq) index
-            q = q.where(EVENTS.c.kind.in_(kind_names(kinds)))
+            q += " AND " + sql.in_list("kind", "k", kind_names(kinds), params)
         if last is not None:  # the newest first, then put in order
-            q = q.order_by(EVENTS.c.seq.desc()).limit(max(last, 0))
+            order = f" ORDER BY seq DESC LIMIT {max(int(last), 0)}"
         else:
-            q = q.order_by(EVENTS.c.seq)
-            if first is not None:
-                q = q.limit(max(first, 0))
+            order = " ORDER BY seq" + (f" LIMIT {max(int(first), 0)}" if first is not None else "")
         with self._read() as conn:
             if run_ids is None:
-                rows = list(conn.execute(q))
+                rows = conn.execute(q + order, params).all()
             else:  # by the (plan_id, run_id, seq) index; a long list in parts
                 ids = list(dict.fromkeys(run_ids))
                 rows = []
                 for at in range(0, len(ids), _IDS_PER_READ):
-                    part = ids[at : at + _IDS_PER_READ]
-                    rows += conn.execute(q.where(EVENTS.c.run_id.in_(part)))
+                    part = dict(params)
+                    where = sql.in_list("run_id", "r", ids[at : at + _IDS_PER_READ], part)
+                    rows += conn.execute(f"{q} AND {where}{order}", part).all()
         if run_ids is not None or last is not None:
             rows.sort(key=lambda r: r.seq)
         if run_ids is not None:  # each part's first (last) ones hold the first (last) of all
@@ -551,32 +465,30 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         return [event_from_row(r) for r in rows]
 
     def last_event(self, plan_id: str, kinds: Iterable[EventKind | str]) -> ProgressEvent | None:
-        q = (
-            select(EVENTS)
-            .where(EVENTS.c.plan_id == plan_id, EVENTS.c.kind.in_(kind_names(kinds)))
-            .order_by(EVENTS.c.seq.desc())
-            .limit(1)
-        )
+        params: dict[str, Any] = {"p_plan": plan_id}
+        where = sql.in_list("kind", "k", kind_names(kinds), params)
         with self._read() as conn:
-            row = conn.execute(q).first()
+            q = f"{sql.PLAN_EVENTS} AND {where} ORDER BY seq DESC LIMIT 1"
+            row = conn.execute(q, params).first()
         return event_from_row(row) if row is not None else None
 
     def count_events(self, plan_id: str, *, kinds: Iterable[EventKind | str] | None = None) -> int:
-        q = COUNT_EVENTS
+        params: dict[str, Any] = {"p_plan": plan_id}
+        q = sql.COUNT_EVENTS
         if kinds is not None:
-            q = q.where(EVENTS.c.kind.in_(kind_names(kinds)))
+            q += " AND " + sql.in_list("kind", "k", kind_names(kinds), params)
         with self._read() as conn:
-            return int(conn.execute(q, {"p_plan": plan_id}).scalar_one())
+            return int(conn.execute(q, params).scalar_one())
 
     def step_states(self, plan_id: str) -> dict[str, StepState]:
         with self._read() as conn:
-            rows = conn.execute(STEP_STATES, {"p_plan": plan_id})
-            return states_by_step(r.state for r in rows)
+            states = conn.execute(sql.STEP_STATES, {"p_plan": plan_id}).scalars()
+        return states_by_step(states)
 
     def holds(self, plan_id: str) -> list[Hold]:
         with self._read() as conn:
-            rows = conn.execute(PLAN_HOLDS, {"p_plan": plan_id}).all()
-        return [Hold(**r._mapping) for r in rows]
+            rows = conn.execute(sql.PLAN_HOLDS, {"p_plan": plan_id}).all()
+        return [Hold(*r) for r in rows]
 
     # -- receipts ------------------------------------------------------------------------
     # Each receipt method is one transaction: the row change plus its ``action_*`` event and the
@@ -615,7 +527,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
             if self._insert_new(conn, rec):
                 self._event(conn, rec, EventKind.action_intent, branch, run_id, claims=1)
                 return ActionClaim(status="claimed", record=rec)
-            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).one()
+            row = conn.execute(self._receipt_locked(conn), {"p_key": key}).one()
             old = ReceiptRecord.from_row(row)
             if (old.plan_id, old.step_id, old.action) != (plan_id, step_id, action):
                 raise ReceiptConflictError(
@@ -641,7 +553,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
                     note="a probe found the action not applied; claiming it again",
                 )
             new = rec.model_copy(update={"claims": old.claims + 1})
-            conn.execute(UPDATE_RECEIPT, _update_values(new))
+            conn.execute(sql.UPDATE_RECEIPT, _update_values(new))
             self._event(conn, new, EventKind.action_intent, branch, run_id, claims=new.claims)
             return ActionClaim(status="claimed", record=new)
 
@@ -669,7 +581,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         """
         now = utcnow().isoformat()
         with self._write(durable=True) as conn:
-            row = conn.execute(RECEIPT_LOCKED, {"p_key": key}).first()
+            row = conn.execute(self._receipt_locked(conn), {"p_key": key}).first()
             if row is None:
                 if token is not None or step is None:
                     raise ReceiptConflictError(f"no intent recorded for idempotency key {key!r}")
@@ -710,7 +622,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
                     "note": note,
                 }
             )
-            conn.execute(UPDATE_RECEIPT, _update_values(new))
+            conn.execute(sql.UPDATE_RECEIPT, _update_values(new))
             applied = outcome == "applied"
             kind = EventKind.action_applied if applied else EventKind.action_not_applied
             by_run = run_id if run_id is not None or token is None else old.run_id
@@ -722,34 +634,33 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
     def receipt(self, key: str) -> ReceiptRecord | None:
         """The row of ``key`` (intent or settled), if any."""
         with self._read() as conn:
-            row = conn.execute(RECEIPT, {"p_key": key}).first()
+            row = conn.execute(sql.RECEIPT, {"p_key": key}).first()
         return ReceiptRecord.from_row(row) if row is not None else None
 
     def receipts(self, plan_id: str, step_id: str | None = None) -> list[ReceiptRecord]:
         """Every receipt row of a plan (or of one step), oldest intent first."""
-        q, params = RECEIPTS_OF_PLAN, {"p_plan": plan_id}
+        q, params = sql.RECEIPTS_OF_PLAN, {"p_plan": plan_id}
         if step_id is not None:
-            q, params = RECEIPTS_OF_STEP, {**params, "p_step": step_id}
+            q, params = sql.RECEIPTS_OF_STEP, {**params, "p_step": step_id}
         with self._read() as conn:
             rows = [ReceiptRecord.from_row(r) for r in conn.execute(q, params)]
         return sorted(rows, key=lambda r: (r.intent_at, r.key))
 
-    def _insert_new(self, conn: Connection, rec: ReceiptRecord) -> bool:
+    @staticmethod
+    def _receipt_locked(conn: DbConnection) -> str:
+        """A key's receipt row, locked ``FOR UPDATE`` on PostgreSQL (SQLite's write lock holds
+        it already)."""
+        return sql.RECEIPT if conn.backend == "sqlite" else sql.RECEIPT + sql.FOR_UPDATE
+
+    @staticmethod
+    def _insert_new(conn: DbConnection, rec: ReceiptRecord) -> bool:
         # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL
         # transaction).
-        claim = insert_ignoring_conflict(conn.dialect.name, RECEIPTS, RECEIPTS.c.key)
-        if claim is not None:
-            return conn.execute(claim, rec.row_values()).first() is not None
-        try:  # another SQL back-end: let the primary key raise
-            with conn.begin_nested():
-                conn.execute(insert(RECEIPTS), rec.row_values())
-            return True
-        except IntegrityError:
-            return False
+        return conn.execute(sql.CLAIM_RECEIPT, rec.row_values()).first() is not None
 
     def _event(
         self,
-        conn: Connection,
+        conn: DbConnection,
         rec: ReceiptRecord,
         kind: EventKind,
         branch: str | None,
@@ -786,27 +697,23 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         # Read and rewrite in one transaction that keeps appends out meanwhile (SQLite: the
         # BEGIN IMMEDIATE write lock; PostgreSQL: a lock on the projection table).
         with self._write() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.exec_driver_sql(f"LOCK TABLE {STEPS.name} IN SHARE ROW EXCLUSIVE MODE")
-            q = select(EVENTS).where(
-                EVENTS.c.plan_id == plan_id, EVENTS.c.kind.in_(kind_names(STEP_EVENT_KINDS))
-            )
-            states, last = self._fold(
-                [event_from_row(r) for r in conn.execute(q.order_by(EVENTS.c.seq))]
-            )
-            conn.execute(STEPS.delete().where(STEPS.c.plan_id == plan_id))
-            insert_step_states(conn, plan_id, states, last)
+            for statement in sql.lock_tables(conn.backend, sql.STEPS):
+                conn.execute_raw(statement)
+            params: dict[str, Any] = {"p_plan": plan_id, "p_after": 0}
+            where = sql.in_list("kind", "k", kind_names(STEP_EVENT_KINDS), params)
+            rows = conn.execute(f"{sql.PLAN_EVENTS} AND {where} ORDER BY seq", params).all()
+            states, last = self._fold([event_from_row(r) for r in rows])
+            conn.execute(f"DELETE FROM {sql.STEPS} WHERE plan_id = :p_plan", params)
+            sql.insert_step_states(conn, plan_id, states, last)
         return states
 
     def close(self) -> None:
-        engine = self._sa_engine
-        if engine is None:
+        db = self._db
+        if db is None:
             return
-        if self._pid != os.getpid():
-            self._after_fork(engine)  # the parent's connections are the parent's to close
         try:
             self._check_file()
         except LedgerUnavailable:
-            _never_closed(engine)  # SQLite's close would checkpoint into a file gone or frozen
+            db.never_close()  # SQLite's close would checkpoint into a file gone or frozen
             return
-        engine.dispose()
+        db.close()

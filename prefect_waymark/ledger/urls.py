@@ -1,6 +1,6 @@
 """Ledger URLs are checked before anything opens them: a ledger that cannot keep a record is
 refused (an in-memory SQLite database, in any of its spellings), a malformed URL gives one line
-instead of SQLAlchemy's traceback, and a server database must be named.
+instead of a driver's traceback, and a server database must be named.
 
 Checked with the standard library: a command that only checks a URL imports no SQLAlchemy.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
@@ -16,9 +17,11 @@ from ..errors import LedgerUrlError
 
 __all__ = [
     "LEDGER_URL_FORMS",
+    "LedgerTarget",
     "check_ledger_url",
     "has_password",
     "is_relative_sqlite",
+    "ledger_target",
     "shown_url",
     "sqlite_path",
 ]
@@ -36,7 +39,7 @@ _SHOWN_MAX = 200
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file of a plain ``sqlite:///PATH`` URL (unquoted, as SQLAlchemy reads it); ``None``
+    """The file of a plain ``sqlite:///PATH`` URL (unquoted); ``None``
     for anything else, including URLs with query options."""
     if not url.startswith("sqlite:///") or "?" in url:
         return None
@@ -116,29 +119,99 @@ def _check_sqlite(url: str, rest: str, source: str) -> None:
         raise _refuse(url, source, memory)
 
 
+#: A server URL's parts, read as SQLAlchemy read them (the form the docs have always shown).
+_SERVER = re.compile(
+    r"""(?P<name>[\w+]+)://
+    (?:(?P<username>[^:/]*)(?::(?P<password>[^@]*))?@)?
+    (?:(?:\[(?P<ipv6host>[^/?]+)\]|(?P<ipv4host>[^/:?]+))?(?::(?P<port>[^/?]*))?)?
+    (?:/(?P<database>[^?]*))?
+    (?:\?(?P<query>.*))?""",
+    re.X | re.DOTALL,
+)
+#: The schemes of a PostgreSQL ledger: the driver is psycopg 3.
+_PG_SCHEMES = ("postgresql", "postgresql+psycopg")
+
+
+@dataclass(frozen=True)
+class LedgerTarget:
+    """Where a checked ledger URL points, as its driver is given it."""
+
+    backend: str  # "sqlite" or "postgresql"
+    database: str  # SQLite: the file (or a ``file:`` URI); PostgreSQL: the database's name
+    uri: bool = False  # SQLite: ``database`` is a ``file:`` URI (``?uri=true``)
+    conninfo: str = ""  # PostgreSQL: libpq's connection string
+    password: str | None = None
+
+    @property
+    def path(self) -> Path | None:
+        """A SQLite ledger's file (``None`` for a ``file:`` URI)."""
+        if self.backend != "sqlite" or self.uri:
+            return None
+        return Path(self.database)
+
+
+def ledger_target(url: str) -> LedgerTarget:
+    """The target of a URL :func:`check_ledger_url` accepted."""
+    scheme, _, rest = url.partition("://")
+    if scheme.split("+", 1)[0].lower() == "sqlite":
+        path, _, query = rest[1:].partition("?")
+        options = {k.lower(): v for k, v in parse_qsl(query, keep_blank_values=True)}
+        uri = options.get("uri", "").lower() == "true"
+        database = unquote(path)
+        if uri and query:  # the URI's own options (mode=rwc, cache, …) go with it
+            kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "uri"]
+            database += "?" + "&".join(f"{k}={v}" for k, v in kept) if kept else ""
+        return LedgerTarget("sqlite", database, uri=uri)
+    parts = _server_parts(url)
+    assert parts is not None  # checked
+    from psycopg.conninfo import make_conninfo
+
+    params: dict[str, str] = dict(parse_qsl(parts["query"] or "", keep_blank_values=True))
+    for key, part in (("user", "username"), ("password", "password"), ("port", "port")):
+        value = parts[part]
+        if value:
+            params[key] = unquote(value)
+    host = parts["ipv6host"] or parts["ipv4host"]
+    if host:
+        params["host"] = unquote(host)
+    database = unquote(parts["database"] or "")
+    password = unquote(parts["password"]) if parts["password"] else None
+    return LedgerTarget(
+        "postgresql", database, conninfo=make_conninfo(dbname=database, **params), password=password
+    )
+
+
+def _server_parts(url: str) -> dict[str, str | None] | None:
+    m = _SERVER.fullmatch(url)
+    return m.groupdict() if m is not None else None
+
+
 def _check_server(url: str, scheme: str, backend: str, source: str) -> None:
     if backend == "postgres":
-        raise _refuse(url, source, f"'postgres://' is not a SQLAlchemy scheme; write {_PG_FORM}")
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError) as exc:
-        why = "its port is not a number" if "int()" in str(exc) else "it cannot be parsed"
-        raise _refuse(url, source, f"malformed ({why}); expected {_PG_FORM}") from None
-    if not parsed.database:
+        raise _refuse(url, source, f"'postgres://' is not a ledger scheme; write {_PG_FORM}")
+    if scheme not in _PG_SCHEMES:
+        raise _refuse(
+            url,
+            source,
+            f"a ledger is a SQLite file or a PostgreSQL database (psycopg 3); {scheme}:// is "
+            f"neither: write {_PG_FORM}",
+        )
+    parts = _server_parts(url)
+    if parts is None:
+        raise _refuse(url, source, f"malformed (it cannot be parsed); expected {_PG_FORM}")
+    if parts["port"] and not parts["port"].isdigit():
+        raise _refuse(url, source, f"malformed (its port is not a number); expected {_PG_FORM}")
+    if not parts["database"]:
         raise _refuse(
             url,
             source,
             "names no database (the tables would go into whatever database the server "
             f"defaults to); name it: {_PG_FORM}",
         )
-    if scheme == "postgresql" and importlib.util.find_spec("psycopg2") is None:
-        if importlib.util.find_spec("psycopg") is not None:
-            raise _refuse(
-                url,
-                source,
-                "postgresql:// needs the psycopg2 driver, which is not installed; use psycopg "
-                f"(installed): {_PG_FORM}",
-            )
+    if importlib.util.find_spec("psycopg") is None:
+        raise _refuse(
+            url,
+            source,
+            "a PostgreSQL ledger needs psycopg 3, which is not installed: "
+            "pip install 'prefect-waymark[postgres]'",
+        )

@@ -625,13 +625,14 @@ def test_threads_append_one_transaction_at_a_time(ledger: Ledger) -> None:
     assert ledger.count_events(PLAN) == 320 and ledger.holds(PLAN) == []
 
 
-def test_a_locked_sqlite_ledger_is_a_ledger_error_and_works_after(tmp_path: Path) -> None:
+def test_a_locked_sqlite_ledger_is_a_ledger_error_and_works_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sqlite3
 
     db = tmp_path / "locked.db"
+    monkeypatch.setenv("WAYMARK_LEDGER_LOCK_SECONDS", "0.05")  # each new connection's timeout
     led = SqlLedger(f"sqlite:///{db}")
-    sa.event.listen(led._engine, "connect", lambda raw, _rec: raw.execute("PRAGMA busy_timeout=50"))
-    led._engine.dispose()  # new connections: the short busy timeout
     blocker = sqlite3.connect(db, timeout=0)
     blocker.execute("PRAGMA busy_timeout=0")
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
@@ -655,7 +656,7 @@ def test_an_interrupt_inside_a_write_leaves_no_lock_and_no_row(tmp_path: Path) -
     led = SqlLedger(f"sqlite:///{db}")
     with pytest.raises(KeyboardInterrupt):
         with led._write() as conn:
-            conn.execute(sa.text("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')"))
+            conn.execute("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')")
             raise KeyboardInterrupt
     other = sqlite3.connect(db, timeout=0, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # the write lock is free at once
@@ -693,7 +694,7 @@ def test_a_nested_use_on_the_same_thread_is_refused_not_a_deadlock(ledger: Ledge
     assert isinstance(ledger, SqlLedger)
     with pytest.raises(LedgerError, match="inside one of its own transactions"):
         with ledger._write() as conn:
-            conn.execute(sa.text("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')"))
+            conn.execute("INSERT INTO waymark_meta (key, value) VALUES ('probe', 'x')")
             ledger.step_states(PLAN)
     with pytest.raises(LedgerError, match="nested"):
         with ledger._read():
