@@ -652,8 +652,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         it already)."""
         return sql.RECEIPT if conn.backend == "sqlite" else sql.RECEIPT + sql.FOR_UPDATE
 
-    @staticmethod
-    def _insert_new(conn: DbConnection, rec: ReceiptRecord) -> bool:
+    def _insert_new(self, conn: DbConnection, rec: ReceiptRecord) -> bool:
         # ON CONFLICT DO NOTHING: a loser gets no row back (an error would abort a PostgreSQL
         # transaction).
         return conn.execute(sql.CLAIM_RECEIPT, rec.row_values()).first() is not None

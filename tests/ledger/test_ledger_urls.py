@@ -39,7 +39,8 @@ MALFORMED_URLS = [
     ("postgresql://:::", "port is not a number"),
     ("postgres://u@localhost/db", "postgresql+psycopg://"),
     ("sqlite://host/ledger.db", "three slashes"),
-    ("postgresql://u@localhost/db", "psycopg"),  # psycopg2 is not installed here
+    ("postgresql+psycopg2://u@localhost/db", "PostgreSQL database (psycopg 3)"),
+    ("mysql://u@localhost/db", "neither"),
 ]
 
 NO_DATABASE_URLS = [

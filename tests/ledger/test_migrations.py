@@ -1,6 +1,7 @@
-"""Schema migrations: a 0.1.0 ledger (schema 1, the committed fixture) is migrated in place to the
-current version in one transaction — on SQLite and on PostgreSQL restored from that version's
-dump — gets an identity, records the step, and a migration that cannot finish changes nothing."""
+"""Schema migrations: ledgers written by 0.1.0 (schema 1) and 0.2.0 (schema 2), the committed
+fixtures, are migrated in place to the current version in one transaction — on SQLite and on
+PostgreSQL restored from that version's dump — get an identity and the events indexes of
+schema 3, record each step, and a migration that cannot finish changes nothing."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from sqlalchemy import create_engine, inspect, text
 from prefect_waymark.errors import LedgerError
 from prefect_waymark.ledger import SCHEMA_VERSION, open_ledger, open_reader
 from prefect_waymark.ledger import migrations as migrations_module
-from prefect_waymark.ledger._tables import READ_INDEXES, add_read_indexes
-from prefect_waymark.ledger.migrations import Migration
+from prefect_waymark.ledger.migrations import DROPPED_INDEX, Migration
+from prefect_waymark.ledger.sql import EVENT_INDEXES
 from tests._support.postgres import PgServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -34,16 +35,16 @@ def _meta(url: str) -> dict[str, str]:
         engine.dispose()
 
 
-def _old_sqlite(tmp_path: Path) -> str:
+def _old_sqlite(tmp_path: Path, release: str = "v0.1.0") -> str:
     db = tmp_path / "ledger.db"
-    shutil.copy(FIXTURES / "v0.1.0-sqlite" / ".waymark" / "ledger.db", db)
+    shutil.copy(FIXTURES / f"{release}-sqlite" / ".waymark" / "ledger.db", db)
     return f"sqlite:///{db}"
 
 
-def _old_postgres(pg_server: PgServer, pg_url: str) -> str:
+def _old_postgres(pg_server: PgServer, pg_url: str, release: str = "v0.1.0") -> str:
     dbname = pg_url.rsplit("/", 1)[1]
     restored = subprocess.run(
-        pg_server.psql_args(dbname) + ["-f", str(FIXTURES / "v0.1.0-postgres" / "ledger.sql")],
+        pg_server.psql_args(dbname) + ["-f", str(FIXTURES / f"{release}-postgres" / "ledger.sql")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -60,6 +61,15 @@ def old_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return _old_postgres(request.getfixturevalue("pg_server"), request.getfixturevalue("pg_url"))
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def schema2_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A ledger written by prefect-waymark 0.2.0 (schema 2), on SQLite or PostgreSQL."""
+    if request.param == "sqlite":
+        return _old_sqlite(tmp_path, "v0.2.0")
+    pg = request.getfixturevalue("pg_server"), request.getfixturevalue("pg_url")
+    return _old_postgres(*pg, "v0.2.0")
+
+
 def test_an_old_ledger_is_migrated_in_place_once(old_ledger: str) -> None:
     assert _meta(old_ledger) == {"schema_version": "1"}
     events_before = _count_events(old_ledger)
@@ -69,10 +79,12 @@ def test_an_old_ledger_is_migrated_in_place_once(old_ledger: str) -> None:
     with open_ledger(old_ledger) as led:  # a run's open migrates
         first_id = led.ledger_id
     meta = _meta(old_ledger)
-    assert meta["schema_version"] == str(SCHEMA_VERSION) == "2"
+    assert meta["schema_version"] == str(SCHEMA_VERSION) == "3"
     assert first_id is not None and str(uuid.UUID(first_id)) == first_id == meta["ledger_id"]
     record = json.loads(meta["migration_2"])
     assert record["from"] == 1 and "ledger_id" in record["what"] and record["at"]
+    assert json.loads(meta["migration_3"])["from"] == 2  # the steps ran in order
+    assert _indexes(old_ledger) == set(EVENT_INDEXES)
     assert _count_events(old_ledger) == events_before  # records kept, none added
     with open_ledger(old_ledger) as again:  # a second open finds nothing to do
         assert again.ledger_id == first_id
@@ -88,24 +100,28 @@ def _indexes(url: str) -> set[str]:
         engine.dispose()
 
 
-def test_an_older_ledger_gains_the_read_indexes_without_a_new_version(old_ledger: str) -> None:
-    """The (plan_id, kind, seq) and (plan_id, run_id, seq) indexes came after schema 2: a run's
-    open creates them if missing (no version bump, nothing else changed); a reader's does not."""
-    added = set(READ_INDEXES)
-    assert not added & _indexes(old_ledger)
-    with open_ledger(old_ledger, create=False) as reading:
-        assert reading.events("upgrade-fixture", kinds=["run_started"], last=1)
-    assert not added & _indexes(old_ledger)
-    with open_ledger(old_ledger) as led:
-        newest = led.events("upgrade-fixture", kinds=["run_started"], last=1)
-    assert added <= _indexes(old_ledger)
-    meta = _meta(old_ledger)
-    assert meta["schema_version"] == str(SCHEMA_VERSION) == "2"
-    with open_ledger(old_ledger) as again:  # found: nothing created, nothing changed
-        assert again.events("upgrade-fixture", kinds=["run_started"], last=1) == newest
-        with again._engine.connect() as conn:
-            assert add_read_indexes(conn) == []
-    assert _meta(old_ledger) == meta
+def test_a_0_2_0_ledger_gets_the_events_indexes_of_schema_3(schema2_ledger: str) -> None:
+    """Schema 3 keeps the events indexes the reads use and drops the step index no read used
+    (a page less for every append); a reader's open changes nothing; the identity stays."""
+    before = _meta(schema2_ledger)
+    assert before["schema_version"] == "2" and DROPPED_INDEX in _indexes(schema2_ledger)
+    events_before = _count_events(schema2_ledger)
+    with open_ledger(schema2_ledger, create=False) as reading:
+        newest = reading.events("upgrade-fixture", kinds=["run_started"], last=1)
+        assert reading.ledger_id == before["ledger_id"]
+    assert _meta(schema2_ledger) == before and DROPPED_INDEX in _indexes(schema2_ledger)
+    with open_ledger(schema2_ledger) as led:
+        assert led.ledger_id == before["ledger_id"]
+        assert led.events("upgrade-fixture", kinds=["run_started"], last=1) == newest
+        assert led.step_states("upgrade-fixture")["publish"].status == "completed"
+    meta = _meta(schema2_ledger)
+    assert meta["schema_version"] == "3" and json.loads(meta["migration_3"])["from"] == 2
+    assert "migration_2" not in meta  # 0.2.0 created it at schema 2
+    assert _indexes(schema2_ledger) == set(EVENT_INDEXES)
+    assert _count_events(schema2_ledger) == events_before
+    with open_ledger(schema2_ledger) as again:  # nothing left to do
+        assert again.ledger_id == before["ledger_id"]
+    assert _meta(schema2_ledger) == meta
 
 
 def _count_events(url: str) -> int:
@@ -130,7 +146,7 @@ def test_a_migration_that_cannot_finish_changes_nothing(
     with pytest.raises(LedgerError) as err:
         open_ledger(old_ledger)
     message = str(err.value)
-    assert "from schema version 1 to 2" in message and "disk on fire" in message
+    assert "from schema version 1 to 3" in message and "disk on fire" in message
     assert "nothing was changed" in message
     assert _meta(old_ledger) == {"schema_version": "1"}  # no ledger_id, no record, version 1
 

@@ -85,8 +85,8 @@ def test_the_wal_is_checkpointed_after_the_same_bytes_whatever_the_page_size(
         led = SqlLedger(f"sqlite:///{tmp_path / name}")
         try:
             with led._read() as conn:
-                assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar_one() == pages
-                size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
+                assert conn.execute_raw("PRAGMA wal_autocheckpoint").scalar_one() == pages
+                size = conn.execute_raw("PRAGMA page_size").scalar_one()
             assert pages * size == connection.CHECKPOINT_BYTES
         finally:
             led.close()

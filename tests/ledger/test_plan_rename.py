@@ -54,8 +54,6 @@ def test_a_run_under_the_old_id_stops_after_a_rename(ledger_url: str) -> None:
 def test_a_step_start_racing_the_rename_waits_then_stops(pg_url: str) -> None:
     """The rename's transaction, slowed down: it holds the rename's locks and has written its
     closing row when a step start of the old id arrives; the start waits, then stops."""
-    from sqlalchemy import text
-
     with SqlLedger(pg_url) as led:
         led.record("old", EventKind.run_started, run_id="r1")
         _complete(led, "old", "s1", "r1")
@@ -70,12 +68,10 @@ def test_a_step_start_racing_the_rename_waits_then_stops(pg_url: str) -> None:
             outcome.append(exc)
 
     try:
-        with renamer._engine.begin() as conn:
+        with renamer._database.transaction(write=True) as conn:
             for table in ("waymark_holds", "waymark_receipts", "waymark_steps"):
-                conn.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
-            conn.execute(
-                text("INSERT INTO waymark_meta (key, value) VALUES ('renamed:old', 'new')")
-            )
+                conn.execute_raw(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            conn.execute_raw("INSERT INTO waymark_meta (key, value) VALUES ('renamed:old', 'new')")
             thread = threading.Thread(target=start)
             thread.start()
             time.sleep(1.5)

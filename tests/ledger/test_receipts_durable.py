@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from prefect_waymark.ledger import SqlLedger
 
@@ -37,9 +36,9 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     event = SqlLedger._event
 
     def level(conn: Any) -> Any:
-        if conn.dialect.name == "postgresql":
-            return conn.exec_driver_sql("SHOW synchronous_commit").scalar_one()
-        return int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
+        if conn.backend == "postgresql":
+            return conn.execute_raw("SHOW synchronous_commit").scalar_one()
+        return int(conn.execute_raw("PRAGMA synchronous").scalar_one())
 
     def spy_insert(self: SqlLedger, conn: Any, rec: Any) -> bool:
         levels.append(("insert", level(conn)))
@@ -56,9 +55,9 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
 def _pool_level(led: SqlLedger) -> int:
     """The level the ledger's connection is at between transactions: that of a connection from
-    the engine's pool."""
-    with led._engine.connect() as conn:
-        return int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
+    the ledger's pool."""
+    with led._database.connection() as conn:
+        return int(conn.execute_raw("PRAGMA synchronous").scalar_one())
 
 
 def test_claims_and_receipts_commit_with_full_sync(
@@ -101,30 +100,34 @@ def test_a_commit_that_fails_is_its_own_error_and_the_pool_stays_at_normal(
     claim raises the commit's own error (nothing is written) and no connection goes back to the
     pool at FULL. The failure is a deferred foreign key, the one COMMIT failure SQLite lets a
     test cause on purpose (a full disk or an I/O error behave alike)."""
+    from prefect_waymark.ledger import connection
+
     db = tmp_path / "ledger.db"
     led = SqlLedger(f"sqlite:///{db}")
     try:
+        pragmas = connection.set_ledger_pragmas
 
-        @sa.event.listens_for(led._engine, "connect")
-        def _fk(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.execute("PRAGMA foreign_keys=ON")
+        def with_foreign_keys(raw: sqlite3.Connection) -> None:
+            pragmas(raw)
+            raw.execute("PRAGMA foreign_keys=ON")
 
-        led._engine.dispose()  # the pool's next connections check foreign keys
+        monkeypatch.setattr(connection, "set_ledger_pragmas", with_foreign_keys)
+        led._database.close()  # the pool's next connections check foreign keys
         with led._write() as conn:
-            conn.exec_driver_sql("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
-            conn.exec_driver_sql(
+            conn.execute_raw("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+            conn.execute_raw(
                 "CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)"
             )
         insert_new = SqlLedger._insert_new
 
         def orphan_then_insert(self: SqlLedger, conn: Any, rec: Any) -> bool:
-            conn.exec_driver_sql("INSERT INTO child (p) VALUES (42)")  # fails at COMMIT
+            conn.execute_raw("INSERT INTO child (p) VALUES (42)")  # fails at COMMIT
             return insert_new(self, conn, rec)
 
         monkeypatch.setattr(SqlLedger, "_insert_new", orphan_then_insert)
-        with pytest.raises((sa.exc.IntegrityError, sqlite3.IntegrityError), match="FOREIGN KEY"):
+        with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
             led.claim_action(plan_id=PLAN, step_id="pay", action="pay", key="k1", run_id="r1")
-        monkeypatch.undo()
+        monkeypatch.setattr(SqlLedger, "_insert_new", insert_new)
         assert _pool_level(led) == 1
         assert led.receipt("k1") is None  # rolled back: no intent, no event
         assert led.step_states(PLAN) == {}
@@ -147,8 +150,8 @@ def test_on_postgresql_claims_commit_synchronously_whatever_the_database_says(
     try:
         claim = led.claim_action(plan_id=PLAN, step_id="pay", action="pay", key="k1", run_id="r1")
         led.settle_action("k1", outcome="applied", token=claim.record.token, external_id="x-1")
-        with led._engine.connect() as conn:  # any other transaction: the database's setting
-            assert conn.exec_driver_sql("SHOW synchronous_commit").scalar_one() == "off"
+        with led._database.transaction(write=False) as conn:  # any other: the database's setting
+            assert conn.execute_raw("SHOW synchronous_commit").scalar_one() == "off"
     finally:
         led.close()
     assert seen == [("insert", "on"), ("action_intent", "on"), ("action_applied", "on")]

@@ -1,5 +1,5 @@
 """A multi-week plan's ledger outlives a version of prefect-waymark: a plan half run by 0.1.0
-(commit 7cbb01f, fixtures in tests/ledger/fixtures/) resumes under this version on SQLite and on
+(commit 7cbb01f) or 0.2.0 (commit d541f3a; fixtures in tests/ledger/fixtures/) resumes under this version on SQLite and on
 PostgreSQL (restored from that version's dump) — the completed steps, an irreversible action
 among them, are not done again, and the marker history goes on from the old run's entry."""
 
@@ -9,6 +9,8 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests._support.helpers import run_cli
 from tests._support.postgres import PgServer
@@ -38,17 +40,24 @@ def _resume_and_check(work: Path, *ledger_args: str) -> None:
     assert history[1]["skipped_count"] == 2  # a count; the 0.1.0 entry keeps its list
 
 
-def test_a_sqlite_ledger_of_0_1_0_resumes(prefect_server: str, tmp_path: Path) -> None:
+RELEASES = pytest.mark.parametrize("release", ["v0.1.0", "v0.2.0"])
+
+
+@RELEASES
+def test_a_sqlite_ledger_of_an_earlier_release_resumes(
+    prefect_server: str, tmp_path: Path, release: str
+) -> None:
     work = tmp_path / "plan"
-    shutil.copytree(FIXTURES / "v0.1.0-sqlite", work)
+    shutil.copytree(FIXTURES / f"{release}-sqlite", work)
     _resume_and_check(work)
 
 
-def test_a_postgres_ledger_of_0_1_0_resumes(
-    prefect_server: str, pg_server: PgServer, pg_url: str, tmp_path: Path
+@RELEASES
+def test_a_postgres_ledger_of_an_earlier_release_resumes(
+    prefect_server: str, pg_server: PgServer, pg_url: str, tmp_path: Path, release: str
 ) -> None:
     work = tmp_path / "plan"
-    shutil.copytree(FIXTURES / "v0.1.0-postgres", work)
+    shutil.copytree(FIXTURES / f"{release}-postgres", work)
     dbname = pg_url.rsplit("/", 1)[1]
     restored = subprocess.run(
         pg_server.psql_args(dbname) + ["-f", str(work / "ledger.sql")],
