@@ -65,7 +65,7 @@ def test_an_allowed_call_imports_no_models_ledger_or_cli(tmp_path: Path) -> None
         importtime=True,
     )
     assert "step draft" in answer(deny)["hookSpecificOutput"]["permissionDecisionReason"]
-    assert "sqlalchemy" in _modules(deny.stderr)
+    assert "prefect_waymark.ledger.connection" in _modules(deny.stderr)
 
 
 def _clean_env() -> dict[str, str]:

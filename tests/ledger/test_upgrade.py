@@ -1,7 +1,8 @@
 """A multi-week plan's ledger outlives a version of prefect-waymark: a plan half run by 0.1.0
-(commit 7cbb01f) or 0.2.0 (commit d541f3a; fixtures in tests/ledger/fixtures/) resumes under this version on SQLite and on
-PostgreSQL (restored from that version's dump) — the completed steps, an irreversible action
-among them, are not done again, and the marker history goes on from the old run's entry."""
+(commit 7cbb01f) or 0.2.0 (commit d541f3a; fixtures in tests/ledger/fixtures/) resumes under
+this version on SQLite and on PostgreSQL (restored from that version's dump) — the completed
+steps, an irreversible action among them, are not done again, and the marker history goes on
+from the old run's entry."""
 
 from __future__ import annotations
 

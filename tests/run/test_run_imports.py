@@ -1,8 +1,7 @@
 """What a ``waymark run`` process and an agent's check-ins load beyond Prefect's own flow path
 (read from ``PYTHONPROFILEIMPORTTIME``): no FastAPI, and a SQLite ledger reached through the one
-ledger path (SQLAlchemy's SQLite dialect, no PostgreSQL driver); and that the parameters a run
-sends are Prefect's. How long a run takes is a
-benchmark's to say (``bench/bench_resume.py --only whole``), not a test's."""
+ledger path (its connection layer on ``sqlite3``, no PostgreSQL driver); and that the
+parameters a run sends are Prefect's. How long a run takes is a benchmark's to say (``bench/bench_resume.py --only whole``), not a test's."""
 
 from __future__ import annotations
 
@@ -18,8 +17,8 @@ from prefect_waymark.flows.json_flow import JsonFlow, json_flow
 from tests._support.helpers import run_cli, write_plan
 from tests._support.plans import counting_chain
 
-#: The one ledger path on SQLite: its connection layer and SQLAlchemy's SQLite dialect.
-_SQLITE_PATH = {"prefect_waymark.ledger.connection", "sqlalchemy.dialects.sqlite.pysqlite"}
+#: The one ledger path on SQLite: its connection layer on the standard library's driver.
+_SQLITE_PATH = {"prefect_waymark.ledger.connection", "prefect_waymark.ledger.sql", "sqlite3"}
 
 
 def _postgres_driver(modules: set[str]) -> set[str]:
