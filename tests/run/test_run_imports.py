@@ -1,7 +1,8 @@
 """What a ``waymark run`` process and an agent's check-ins load beyond Prefect's own flow path
 (read from ``PYTHONPROFILEIMPORTTIME``): no FastAPI, and a SQLite ledger reached through the one
 ledger path (its connection layer on ``sqlite3``, no PostgreSQL driver); and that the
-parameters a run sends are Prefect's. How long a run takes is a benchmark's to say (``bench/bench_resume.py --only whole``), not a test's."""
+parameters a run sends are Prefect's. How long a run takes is a benchmark's to say
+(``bench/bench_resume.py --only whole``), not a test's."""
 
 from __future__ import annotations
 
