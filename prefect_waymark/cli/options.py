@@ -97,7 +97,7 @@ LedgerOpt = Annotated[
     str | None,
     typer.Option(
         "--ledger",
-        help="Ledger SQLAlchemy URL (default: the plan file's pinned `ledger:`, else "
+        help="Ledger URL (default: the plan file's pinned `ledger:`, else "
         "$WAYMARK_LEDGER_URL, else sqlite:///<workdir>/.waymark/ledger.db).",
     ),
 ]

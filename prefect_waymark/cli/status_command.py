@@ -27,7 +27,7 @@ def read_status(
 
     spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
-    # Plain status reads a SQLite ledger without SQLAlchemy; --rebuild writes, so it opens it all.
+    # Plain status only reads (never creates nor migrates); --rebuild writes the projection.
     led = (
         open_or_exit(ledger, wd, create=False, plan=spec)
         if rebuild

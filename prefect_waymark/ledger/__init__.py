@@ -1,11 +1,11 @@
 """The progress ledger: append-only events on SQLite (default) or PostgreSQL.
 
-:class:`SqlLedger` loads on first use: one path, SQLAlchemy's engine, for both back-ends;
-read-only commands open one through :func:`open_reader`.
+:class:`SqlLedger` loads on first use: one path, straight on the driver (``sqlite3``, psycopg
+3), for both back-ends; read-only commands open one through :func:`open_reader`.
 
-Importing this package loads neither pydantic nor SQLAlchemy: the ledger's models, readers and
-writers (and :class:`EventKind`, whose enum base lives with the models) load on first use of
-their name, SQLAlchemy when a ledger is opened. The hooks import it on every call.
+Importing this package loads no pydantic: the ledger's models, readers and writers (and
+:class:`EventKind`, whose enum base lives with the models) load on first use of their name, the
+driver when a ledger is opened. The hooks import it on every call.
 """
 
 from __future__ import annotations
