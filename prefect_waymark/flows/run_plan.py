@@ -98,8 +98,8 @@ def run_plan(
     Args:
         plan: a plan file path, a plan document, or a validated ``PlanSpec``.
         workdir: working folder (default: the plan file's folder).
-        ledger_url: URL of the ledger (SQLite file or PostgreSQL database) (default: the plan's pinned ``ledger:``, else
-            ``$WAYMARK_LEDGER_URL``, else ``sqlite:///<workdir>/.waymark/ledger.db``).
+        ledger_url: URL of the ledger, a SQLite file or a PostgreSQL database (default: the
+            plan's pinned ``ledger:``, else ``$WAYMARK_LEDGER_URL``, else ``sqlite:///<workdir>/.waymark/ledger.db``).
         max_steps: run at most this many steps, then stop (result ``stopped``).
         until: stop once this step and what it needs are done.
         executor: who runs this (default ``<worker>/<flow run>`` in a worker's run, else
