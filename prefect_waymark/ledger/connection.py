@@ -234,12 +234,12 @@ class Database:
         return True
 
     def _forked(self) -> None:
-        """In a forked child: the parent's connections stay referenced, never used here."""
-        with self._lock:
-            _INHERITED.extend(self._open)
-            self._idle, self._open = [], []
-            self._lock = threading.Lock()
-            self._pid = os.getpid()
+        """In a forked child: the parent's connections stay referenced, never used here. The
+        parent's lock is not taken (a thread of the parent may have held it at the fork)."""
+        _INHERITED.extend(self._open)
+        self._idle, self._open = [], []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
 
     def _take(self) -> Any:
         if self._pid != os.getpid():

@@ -127,6 +127,7 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         self._sqlite = self._target.backend == "sqlite"
         self._db: Database | None = None
         self._local = threading.local()  # this thread is inside one of our transactions
+        self._pid = os.getpid()
         self._file: _OpenFile | None = None  # SQLite: the file opened
         if self._sqlite:
             self._check_sqlite_file(self._target.path, create)
@@ -279,6 +280,9 @@ class SqlLedger(PlanRenames, PlanCloses, PlanArchive, Ledger):
         """This thread is inside one of the ledger's reads or transactions until the block ends.
         A read or write begun inside another on the same thread would wait for itself (SQLite's
         write lock, a PostgreSQL row lock) or not see what the outer one wrote: refused."""
+        if self._pid != os.getpid():  # a forked child: its own threads, none inside ours
+            self._local = threading.local()
+            self._pid = os.getpid()
         if getattr(self._local, "busy", False):
             raise LedgerError(
                 f"the ledger {self._safe_url()} was used again from inside one of its own "
