@@ -70,14 +70,16 @@ NEVER_FOR_A_READ = {
 }
 
 
-def probe(tmp_path: Path, *args: str) -> tuple[int, set[str], str]:
+def probe(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, set[str], str]:
     """Run ``waymark ARGS`` as the console script does; its exit code, modules and output."""
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, **NO_PREFECT},
+        env=env if env is not None else {**os.environ, **NO_PREFECT},
         timeout=120,
     )
     out, _, line = proc.stdout.rpartition("\nPROBE ")
@@ -172,3 +174,25 @@ def test_validate_opens_no_ledger(plan: Path, tmp_path: Path) -> None:
         "prefect_waymark.ledger.events",
         "sqlalchemy",
     }.isdisjoint(modules)
+
+
+def test_check_ins_without_a_server_load_no_http_client(tmp_path: Path) -> None:
+    """``start`` and ``done`` write the views; with no Prefect server known they send nothing,
+    so neither httpx (nor the rich its CLI module loads) nor Prefect is imported."""
+    plan = write_plan(
+        tmp_path,
+        {"plan_id": "check-ins", "steps": [{"id": "write", "kind": "agent",
+                                            "instructions": "Write the note."}]},
+    )  # fmt: skip
+    home = tmp_path / "prefect-home"  # no profiles, no local server: no server known
+    home.mkdir()
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "PREFECT_PROFILE"))
+    }
+    env["PREFECT_HOME"] = str(home)
+    for verb in ("start", "done"):
+        code, modules, out = probe(tmp_path, verb, str(plan), "write", "--json", env=env)
+        assert code == 0, out
+        assert json.loads(out)["ok"] is True
+        heavy = sorted(m for m in modules if m.partition(".")[0] in {"httpx", "rich", "prefect"})
+        assert heavy == [], (verb, heavy)
