@@ -1,7 +1,11 @@
-"""The ``waymark`` command line. Prefect is imported only by the commands that run plans; typer
-and the command modules load when ``app`` is first asked for. ``waymark hook``, which an agent's
-harness runs before every tool call, goes to the hooks' own parser without them
-(:func:`prefect_waymark.hooks.command.main`; the app's ``hook`` command forwards to it too)."""
+"""The ``waymark`` command line. A command imports what it uses and no more: the console script
+(:func:`main`) builds the typer app with the one command its arguments name, from the registry
+of commands (:mod:`._registry`), so ``waymark status`` loads the status command's module and not
+the other commands'; ``waymark --help``, ``waymark`` alone and a word that is no command get the
+full app (:data:`app`, module :mod:`.commands`). Prefect is imported only by the commands that
+run plans. ``waymark hook``, which an agent's harness runs before every tool call, goes to the
+hooks' own parser without typer (:func:`prefect_waymark.hooks.command.main`; the app's ``hook``
+command forwards to it too)."""
 
 from __future__ import annotations
 
@@ -35,9 +39,13 @@ def main() -> None:
                 from ..hooks.command import main as hook_main
 
                 sys.exit(hook_main(sys.argv[2:]))
-            from .commands import app
+            import typer.main
 
-            app()
+            from ._registry import build_app, verb_of
+
+            verb = verb_of(sys.argv[1:])
+            app = build_app(None if verb is None else [verb])
+            typer.main.get_group(app)()  # a group even with one command: `waymark VERB ...`
         finally:  # a full disk is found here, not by the interpreter's own flush at exit
             sys.stdout.flush()
     except LedgerDamaged as exc:  # found while reading, by any command: bad input

@@ -5,15 +5,17 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from ..errors import CommandRefused, LedgerError, LedgerNotFound, PlanError, WaymarkError
-from ..ledger import Ledger, LedgerReader, open_ledger, open_reader, resolve_ledger_url
-from ..plan.loader import load_plan
-from ..plan.spec import PlanSpec
+from ..ledger import open_ledger, open_reader, resolve_ledger_url
 from ..run import exit_codes
+
+if TYPE_CHECKING:  # loaded by the commands that read a plan or a ledger, when they do
+    from ..ledger import Ledger, LedgerReader
+    from ..plan.spec import PlanSpec
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ def refusal_of(exc: typer.Exit) -> CommandRefused:
 
 
 def load_or_exit(plan_path: Path) -> PlanSpec:
+    from ..plan.loader import load_plan
+
     try:
         return load_plan(plan_path)
     except PlanError as exc:

@@ -7,15 +7,49 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
 
 from ..ledger.event_payloads import skip_counts
 from ..run import exit_codes
 from ..text.lists import capped_list
 from ._common import fail, load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
+from .options import LedgerOpt, MarkersDirOpt, PlanArg, WorkdirOpt
 
 if TYPE_CHECKING:
     from ..plan.spec import PlanSpec
+
+
+def marker(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    markers_dir: MarkersDirOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the marker as JSON.")] = False,
+    history: Annotated[bool, typer.Option("--history", help="Every run's marker.")] = False,
+    rebuild: Annotated[
+        bool,
+        typer.Option("--rebuild", help="Rewrite EXECUTION_MARKER.json and views from the ledger."),
+    ] = False,
+    from_prefect: Annotated[
+        bool,
+        typer.Option("--from-prefect", help="Read the latest marker artifact from Prefect's API."),
+    ] = False,
+    changes: Annotated[
+        bool,
+        typer.Option(
+            "--changes",
+            help="The run's execution boundary: ledger range, git before/after, files it "
+            "created, modified, deleted or used temporarily, edits made between runs.",
+        ),
+    ] = False,
+) -> None:
+    """Show the latest execution marker: what the last run did and where the next one starts."""
+    code = marker_command(
+        plan, workdir, ledger, markers_dir, as_json, history, rebuild, from_prefect, changes
+    )
+    raise typer.Exit(code)
 
 
 def _print_marker(m: dict[str, Any]) -> None:

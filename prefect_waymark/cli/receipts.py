@@ -11,15 +11,67 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import typer
 
 from ..errors import LedgerError
 from ..ledger.receipts import ReceiptRecord
+from ..models import REASON
 from ..review.receipts import record_receipt
 from ..run import exit_codes
 from ._common import fail, load_or_exit, open_or_exit, workdir_for
+from .options import ByOpt, LedgerOpt, PlanArg, WorkdirOpt, bounded
 
-__all__ = ["receipt_command", "review_receipt"]
+__all__ = ["receipt", "receipt_command", "review_receipt"]
+
+
+def receipt(
+    plan: PlanArg,
+    step: Annotated[str, typer.Argument(help="Step whose action's outcome you checked.")],
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    applied: Annotated[
+        bool, typer.Option("--applied", help="It happened: commit a receipt (never run again).")
+    ] = False,
+    not_applied: Annotated[
+        bool, typer.Option("--not-applied", help="It did not happen: the next run does it.")
+    ] = False,
+    action: Annotated[
+        str | None, typer.Option("--action", help="Action name (default: the open one).")
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Idempotency key.")] = None,
+    external_id: Annotated[
+        str | None, typer.Option("--external-id", help="The business system's id.")
+    ] = None,
+    note: Annotated[
+        str | None,
+        typer.Option(
+            "--note",
+            help=f"What you checked (at most {REASON.chars:,} characters).",
+            callback=bounded(REASON, "--note"),
+        ),
+    ] = None,
+    by: ByOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Record what happened to an action whose outcome is unknown, or list a step's receipts."""
+    raise typer.Exit(
+        receipt_command(
+            plan,
+            step,
+            workdir,
+            ledger,
+            applied,
+            not_applied,
+            action,
+            key,
+            external_id,
+            note,
+            by,
+            as_json,
+        )
+    )
 
 
 def _show(rows: list[ReceiptRecord]) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from ..errors import PlanClosedError
 from ..ledger import Ledger
@@ -25,8 +28,61 @@ from ..review.suspend import (
 from ..run import exit_codes
 from ..subplans.answers import answer_subplans
 from ._common import Answer, fail, load_or_exit, open_or_exit, workdir_for
+from .options import ByOpt, LedgerOpt, PlanArg, ReasonOpt, WorkdirOpt
 
-__all__ = ["review_answer", "review_command"]
+__all__ = ["review", "review_answer", "review_command"]
+
+
+def review(
+    plan: PlanArg,
+    step: Annotated[
+        str | None, typer.Option("--step", help="Step to answer (default: the one in review).")
+    ] = None,
+    accept: Annotated[
+        bool, typer.Option("--accept", help="Accept the current state; the step goes on.")
+    ] = False,
+    rerun: Annotated[
+        bool, typer.Option("--rerun", help="Accept the current state and run the step again.")
+    ] = False,
+    abort: Annotated[
+        bool, typer.Option("--abort", help="Abort the plan: `waymark run` will not run it.")
+    ] = False,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    reason: ReasonOpt = "",
+    by: ByOpt = None,
+    receipt: Annotated[
+        str | None,
+        typer.Option(
+            "--receipt",
+            help="For an action whose outcome is unknown: 'applied' or 'not-applied' "
+            "(what you checked in the business system).",
+        ),
+    ] = None,
+    external_id: Annotated[
+        str | None, typer.Option("--external-id", help="With --receipt applied: its id.")
+    ] = None,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="With --accept or --rerun: answer every step in review the same way."
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Answer a stop for review: --accept, --rerun or --abort. Records an event; runs nothing."""
+    if every and (step is not None or receipt is not None):
+        fail("--all answers every stop: it goes without --step and --receipt")
+    if receipt is not None:
+        from .receipts import review_receipt
+
+        review_receipt(
+            plan, step, receipt, external_id, (accept, rerun, abort), workdir, ledger, reason, by
+        )
+    code = review_command(
+        plan, step, accept, rerun, abort, workdir, ledger, reason, by, every=every, as_json=as_json
+    )
+    raise typer.Exit(code)
 
 
 def _decision(accept: bool, rerun: bool, abort: bool) -> Decision:

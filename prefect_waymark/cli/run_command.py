@@ -1,4 +1,5 @@
-"""``waymark run``: choose the Prefect server, run the flow, print the summary, map exit codes."""
+"""``waymark run`` (and ``resume``): choose the Prefect server, run the flow, print the summary,
+map exit codes."""
 
 from __future__ import annotations
 
@@ -8,11 +9,57 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import typer
+
 from ..ledger.identity import default_executor
 from ..run import exit_codes
 from ..run.summary import RunSummary, summary_from_state
+from .options import (
+    DaskAddressOpt,
+    ExecutorOpt,
+    LedgerOpt,
+    MarkersDirOpt,
+    MaxStepsOpt,
+    PlanArg,
+    ResultsOpt,
+    TaskRunnerOpt,
+    UntilOpt,
+    WorkdirOpt,
+)
 
-__all__ = ["configure_prefect", "default_executor", "print_ui_links", "run_from_cli"]
+__all__ = ["configure_prefect", "default_executor", "print_ui_links", "run", "run_from_cli"]
+
+
+def run(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    max_steps: MaxStepsOpt = None,
+    until: UntilOpt = None,
+    executor: ExecutorOpt = None,
+    markers_dir: MarkersDirOpt = None,
+    results: ResultsOpt = None,
+    task_runner: TaskRunnerOpt = None,
+    dask_address: DaskAddressOpt = None,
+) -> None:
+    """Run a plan, or continue it where the last run stopped.
+
+    Exit codes: 0 completed, 1 a step failed, 2 bad input, 3 stopped with steps remaining,
+    4 stopped for review.
+    """
+    code = run_from_cli(
+        plan_path=plan,
+        workdir=workdir,
+        ledger_url=ledger,
+        max_steps=max_steps,
+        until=until,
+        executor=executor,
+        markers_dir=markers_dir,
+        results=results,
+        task_runner=task_runner,
+        dask_address=dask_address,
+    )
+    raise typer.Exit(code)
 
 
 def configure_prefect() -> str:

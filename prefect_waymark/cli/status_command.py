@@ -1,18 +1,44 @@
-"""``waymark status``'s reading of the ledger: the plan view, the keys beyond it and the exit
-code. The command prints them (a table, or ``--json``: :mod:`.status_document`); the MCP
+"""``waymark status`` and its reading of the ledger: the plan view, the keys beyond it and the
+exit code. The command prints them (a table, or ``--json``: :mod:`.status_document`); the MCP
 server's ``status`` tool returns the same document (cli/mcp_server.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
 
 from ._common import load_or_exit, open_or_exit, open_reader_or_exit, workdir_for
+from .options import LedgerOpt, PlanArg, WorkdirOpt
 
 if TYPE_CHECKING:
     from ..ledger.progress_view import PlanView
 
-__all__ = ["read_status"]
+__all__ = ["read_status", "status"]
+
+
+def status(
+    plan: PlanArg,
+    workdir: WorkdirOpt = None,
+    ledger: LedgerOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Fold all events again and rewrite the active view.")
+    ] = False,
+) -> None:
+    """Show each step's status from the ledger. Never starts Prefect; creates nothing. When a
+    deployment runs the plan, its schedule and next run are read from the Prefect server."""
+    view, extra, code = read_status(plan, workdir, ledger, rebuild)
+    if as_json:
+        from .status_document import print_json
+
+        print_json(view, extra)
+    else:
+        from .status_output import print_table
+
+        print_table(view, extra)
+    raise typer.Exit(code)
 
 
 def read_status(
@@ -27,7 +53,7 @@ def read_status(
 
     spec = load_or_exit(plan)
     wd = workdir_for(spec, workdir)
-    # Plain status only reads (never creates nor migrates); --rebuild writes the projection.
+    # Plain status opens the ledger read-only; --rebuild writes, so it opens it as a writer.
     led = (
         open_or_exit(ledger, wd, create=False, plan=spec)
         if rebuild

@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from ..ledger.progress_view import build_view
 
 if TYPE_CHECKING:
@@ -138,6 +136,8 @@ def publish_checkin_artifacts(
     server = _server()
     if server is None:
         return None  # the ledger alone: nothing to tell
+    import httpx  # only with a server to send to
+
     api, headers = server
     states = ledger.step_states(plan.plan_id)
     view = build_view(plan, dict(states))

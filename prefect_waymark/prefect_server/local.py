@@ -34,8 +34,6 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import httpx
-
 from ..errors import WaymarkError
 
 __all__ = [
@@ -72,6 +70,8 @@ def _state_file() -> Path:
 
 
 def _healthy(api_url: str) -> bool:
+    import httpx  # here: a check-in that finds no server record loads no HTTP client
+
     try:
         return httpx.get(f"{api_url}/health", timeout=2.0).status_code == 200
     except httpx.HTTPError:
@@ -152,6 +152,8 @@ def _server_env(home: Path, port: int, api_url: str) -> dict[str, str]:
 
 def ui_api_url(info: ServerInfo, timeout: float = 5.0) -> str | None:
     """The API URL the server's UI calls (its ``/ui-settings``), or None if it does not say."""
+    import httpx
+
     try:
         resp = httpx.get(f"{info.ui_url}/ui-settings", timeout=timeout)
         found = resp.json().get("api_url") if resp.status_code == 200 else None
