@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import prefect_waymark.ledger.sql as sql
+
 from ..errors import LedgerError
-from . import sql
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .plan_close import closed_meta
 from .plan_rename import renamed_to

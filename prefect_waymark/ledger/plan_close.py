@@ -20,8 +20,9 @@ from collections.abc import Callable
 from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
+import prefect_waymark.ledger.sql as sql
+
 from ..errors import LedgerError, PlanClosedError
-from . import sql
 from .event_kinds import EventLike
 from .events import EventKind, ProgressEvent
 from .step_state import StepState, states_by_step

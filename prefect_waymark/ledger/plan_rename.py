@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import prefect_waymark.ledger.sql as sql
+
 from ..errors import LedgerError
-from . import sql
 from .base import LedgerReader
 from .events import STEP_EVENT_KINDS, EventKind, ProgressEvent
 from .schema import event_from_row, event_values, kind_names

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import prefect_waymark.ledger.sql as sql
+
 from ..errors import (
     BranchBusyError,
     LedgerError,
@@ -33,7 +35,6 @@ from ..errors import (
     ReceiptConflictError,
 )
 from ..models import utcnow
-from . import sql
 from .base import Hold, Ledger, event_kind, this_host
 from .connection import Database, DbConnection
 from .events import RELEASE_EVENT_KINDS, STEP_EVENT_KINDS, EventKind, ProgressEvent
