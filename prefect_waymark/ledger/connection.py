@@ -21,6 +21,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections import namedtuple
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -73,10 +74,28 @@ def set_ledger_pragmas(raw: sqlite3.Connection) -> None:
     raw.isolation_level = None
     raw.execute(f"PRAGMA busy_timeout={round(lock_wait_seconds() * 1000)}")
     raw.execute(f"PRAGMA page_size={PAGE_SIZE}")  # before WAL: it writes a new file's header
-    raw.execute("PRAGMA journal_mode=WAL")
+    _wal(raw)
     raw.execute("PRAGMA synchronous=NORMAL")
     page_size = raw.execute("PRAGMA page_size").fetchone()[0]  # an older file's: 4 KiB
     raw.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BYTES // page_size}")
+
+
+def _wal(raw: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting for the lock it needs. A new file's first openers
+    race to convert it, and SQLite answers the losers "database is locked" at once, without its
+    busy timeout (the upgrade of a shared lock would deadlock): tried again until the ledger's
+    lock wait (``$WAYMARK_LEDGER_LOCK_SECONDS``) is spent. An existing WAL file answers at once."""
+    deadline = time.monotonic() + lock_wait_seconds()
+    pause = 0.005
+    while True:
+        try:
+            raw.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 @cache
