@@ -206,8 +206,9 @@ def compare(
                 )
         elif not same and was == sid:  # a renamed step's line says it
             out.edits.append(_changed(step, seen, st))
+    ids = {s.id for s in spec.steps}
     for sid in old:
-        if sid not in renames and all(s.id != sid for s in spec.steps):
+        if sid not in renames and sid not in ids:
             out.edits.append(PlanEdit("removed", sid, effect=_removed(states.get(sid), now)))
     return out
 

@@ -246,14 +246,16 @@ class PlanSpec(BaseModel):
         return list(self.contract.forbidden) if isinstance(self.contract, GoalContract) else []
 
     def step(self, step_id: str) -> StepSpec:
-        for s in self.steps:
-            if s.id == step_id:
-                return s
-        raise KeyError(step_id)
+        """The step ``step_id`` (``KeyError`` if the plan has none): by an index of the steps,
+        made on first use (a run asks for every step of a 10,000-step plan)."""
+        if self._by_id is None:
+            self._by_id = {s.id: s for s in self.steps}
+        return self._by_id[step_id]
 
     # Computed once per PlanSpec (a run asks for them in several places); a PlanSpec is not
     # changed after validation.
     _hashes: dict[str, str] | None = PrivateAttr(default=None)
+    _by_id: dict[str, StepSpec] | None = PrivateAttr(default=None)
     _order: list[str] | None = PrivateAttr(default=None)
     _plan_hash: str | None = PrivateAttr(default=None)
 
