@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .plan.spec import PlanSpec, StepSpec
     from .tasks.step_context import StepContext
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "ActionReceipt",
