@@ -124,7 +124,6 @@ class Result:
     __slots__ = ("_names", "_rows", "rowcount")
 
     def __init__(self, cursor: Any) -> None:
-        self.rowcount: int = cursor.rowcount
         description = cursor.description
         if description is None:
             self._names: tuple[str, ...] = ()
@@ -132,6 +131,8 @@ class Result:
         else:
             self._names = tuple(d[0] for d in description)
             self._rows = cursor.fetchall()
+        # After the rows: sqlite3 counts a RETURNING statement's rows once it has run to its end.
+        self.rowcount: int = cursor.rowcount
 
     def _typed(self, row: Any) -> Any:
         return _row_class(self._names)._make(row)
@@ -250,6 +251,9 @@ class Database:
             raw.rollback()
         except Exception:  # noqa: BLE001 - a dead connection: dropped, a new one opened
             return False
+        except BaseException:
+            self._discard(raw)
+            raise
         return True
 
     def _forked(self) -> None:
@@ -348,9 +352,12 @@ class Database:
                     raw.execute("ROLLBACK")
             else:
                 raw.rollback()
-        except Exception:  # noqa: BLE001 - broken: dropped below
+        except Exception:  # noqa: BLE001 - broken: dropped, never pooled
             self._discard(raw)
             return
+        except BaseException:  # a second Ctrl-C during the rollback: closed (its locks freed)
+            self._discard(raw)
+            raise
         if full and not self._restored(raw):
             return
         self._give_back(raw)

@@ -15,7 +15,9 @@ Steps:
 - **3** — the events table keeps the indexes its reads use: ``(plan_id, seq)``,
   ``(plan_id, kind, seq)`` and ``(plan_id, run_id, seq)`` (the last two created if an older
   ledger lacks them), and drops ``(plan_id, step_id, seq)``, which no read used and every append
-  wrote a page of. Release 0.2.0 refuses a ledger of schema 3 ("written by a newer
+  wrote a page of. On PostgreSQL a role that may write the tables but does not own them
+  migrates without that DDL (the version still moves to 3; an index left as it was changes no
+  result). Release 0.2.0 refuses a ledger of schema 3 ("written by a newer
   prefect-waymark"), as every release refuses a newer schema.
 """
 
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LedgerError
 from .schema import LEDGER_ID_KEY, SCHEMA_VERSION, SCHEMA_VERSION_KEY
-from .sql import EVENTS, INSERT_META, META_VALUE, UPDATE_META, index_statements
+from .sql import EVENT_INDEXES, EVENTS, INSERT_META, META_VALUE, UPDATE_META, index_statements
 
 if TYPE_CHECKING:
     from .connection import DbConnection as Connection
@@ -68,12 +70,46 @@ def _add_identity(conn: Connection) -> None:
 DROPPED_INDEX = "ix_waymark_events_plan_step_seq"
 
 
-def _event_indexes(conn: Connection) -> None:
-    for statement in index_statements():
+def _index_names(conn: Connection) -> set[str]:
+    """The events table's indexes as the database has them."""
+    if conn.backend == "sqlite":
+        q = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = :t"
+    else:
+        q = (
+            "SELECT indexname FROM pg_indexes WHERE tablename = :t "
+            "AND schemaname = ANY (current_schemas(false))"
+        )
+    return {str(name) for name in conn.execute(q, {"t": EVENTS}).scalars()}
+
+
+def _index_ddl(conn: Connection, statement: str) -> None:
+    """One index statement; on PostgreSQL a role that does not own the table (runs with
+    read/write grants, a DBA owning the tables) is let through without it: the indexes make
+    reads and appends cheaper, they change no result."""
+    if conn.backend == "sqlite":
         conn.execute_raw(statement)
-    conn.execute_raw(f"DROP INDEX IF EXISTS {DROPPED_INDEX}")
-    if conn.backend == "postgresql":  # the planner's statistics, for the indexes now there
-        conn.execute_raw(f"ANALYZE {EVENTS}")
+        return
+    conn.execute_raw("SAVEPOINT waymark_index")
+    try:
+        conn.execute_raw(statement)
+    except Exception as exc:
+        if getattr(exc, "sqlstate", None) != _INSUFFICIENT_PRIVILEGE:
+            raise
+        conn.execute_raw("ROLLBACK TO SAVEPOINT waymark_index")
+    conn.execute_raw("RELEASE SAVEPOINT waymark_index")
+
+
+_INSUFFICIENT_PRIVILEGE = "42501"
+
+
+def _event_indexes(conn: Connection) -> None:
+    """Only the statements needed, looked up first: a ledger that has its indexes takes no DDL."""
+    have = _index_names(conn)
+    for name, statement in zip(EVENT_INDEXES, index_statements(), strict=True):
+        if name not in have:
+            _index_ddl(conn, statement)
+    if DROPPED_INDEX in have:
+        _index_ddl(conn, f"DROP INDEX IF EXISTS {DROPPED_INDEX}")
 
 
 MIGRATIONS: tuple[Migration, ...] = (

@@ -113,6 +113,7 @@ def _check_sqlite(url: str, rest: str, source: str) -> None:
     in_memory = (
         database in ("", ":memory:")
         or options.get("mode") == "memory"
+        or options.get("vfs") == "memdb"
         or (database.startswith("file:") and (":memory:" in database or "mode=memory" in database))
     )
     if in_memory:
@@ -166,11 +167,15 @@ def ledger_target(url: str) -> LedgerTarget:
     assert parts is not None  # checked
     from psycopg.conninfo import make_conninfo
 
-    params: dict[str, str] = dict(parse_qsl(parts["query"] or "", keep_blank_values=True))
+    params: dict[str, str] = {}
+    for key, value in parse_qsl(parts["query"] or "", keep_blank_values=True):
+        # A repeated host (or port) is libpq's list of hosts to try, in order.
+        listed = key in ("host", "port") and key in params
+        params[key] = f"{params[key]},{value}" if listed else value
     for key, part in (("user", "username"), ("password", "password"), ("port", "port")):
-        value = parts[part]
-        if value:
-            params[key] = unquote(value)
+        found = parts[part]
+        if found:
+            params[key] = unquote(found)
     host = parts["ipv6host"] or parts["ipv4host"]
     if host:
         params["host"] = unquote(host)
@@ -199,6 +204,10 @@ def _check_server(url: str, scheme: str, backend: str, source: str) -> None:
     parts = _server_parts(url)
     if parts is None:
         raise _refuse(url, source, f"malformed (it cannot be parsed); expected {_PG_FORM}")
+    if "dbname" in dict(parse_qsl(parts["query"] or "")):
+        raise _refuse(
+            url, source, f"names its database twice (the path and ?dbname=); expected {_PG_FORM}"
+        )
     if parts["port"] and not parts["port"].isdigit():
         raise _refuse(url, source, f"malformed (its port is not a number); expected {_PG_FORM}")
     if not parts["database"]:

@@ -27,6 +27,7 @@ MEMORY_URLS = [
     "sqlite:///file::memory:?uri=true",
     "sqlite:///file:led?mode=memory&cache=shared&uri=true",
     "sqlite:///ledger.db?mode=memory&uri=true",
+    "sqlite:///file:/tmp/ledger.db?uri=true&vfs=memdb",
     "sqlite:///%3Amemory%3A",
 ]
 
@@ -40,6 +41,7 @@ MALFORMED_URLS = [
     ("postgres://u@localhost/db", "postgresql+psycopg://"),
     ("sqlite://host/ledger.db", "three slashes"),
     ("postgresql+psycopg2://u@localhost/db", "PostgreSQL database (psycopg 3)"),
+    ("postgresql://u@localhost/db?dbname=other", "names its database twice"),
     ("mysql://u@localhost/db", "neither"),
 ]
 
