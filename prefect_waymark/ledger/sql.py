@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from .step_state import StepState
 
 __all__ = [
-    "ALL_TABLES",
     "EVENT_COLUMNS",
     "EVENTS",
     "HOLD_COLUMNS",
@@ -40,8 +39,6 @@ STEPS = "waymark_steps"
 HOLDS = "waymark_holds"
 RECEIPTS = "waymark_receipts"
 META = "waymark_meta"
-#: Every table of a ledger, in the order they are created.
-ALL_TABLES = (META, EVENTS, STEPS, HOLDS, RECEIPTS)
 
 EVENT_COLUMNS = ("seq", "plan_id", "step_id", "branch", "kind", "run_id", "at", "data")
 #: A hold's columns, in the order of :class:`~.base.Hold`'s fields.

@@ -58,6 +58,18 @@ class PgServer:
             *("-h", self.host, "-p", str(self.port), "-U", self.user, "-d", dbname)
         ]
 
+    def restore(self, url: str, dump: Path) -> None:
+        """Load a ``pg_dump`` file into the database ``url`` names (the fixture ledgers of
+        earlier releases); fails the test with psql's own message if it cannot."""
+        dbname = url.rsplit("/", 1)[1]
+        restored = subprocess.run(
+            self.psql_args(dbname) + ["-f", str(dump)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert restored.returncode == 0, restored.stderr
+
 
 def parse_server(url: str) -> PgServer:
     """The server a ``postgresql://user@host:port/db`` URL names (defaults: libpq's)."""

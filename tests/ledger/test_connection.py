@@ -4,8 +4,6 @@ but does not own them migrates a 0.2.0 ledger (the index DDL of schema 3 is let 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -51,17 +49,9 @@ def test_repeated_hosts_are_libpqs_list_and_the_password_is_unquoted() -> None:
 
 @pytest.mark.postgres
 def test_a_role_that_does_not_own_the_tables_migrates_a_0_2_0_ledger(
-    pg_server: PgServer, pg_url: str, tmp_path: Path
+    pg_server: PgServer, pg_url: str
 ) -> None:
-    dbname = pg_url.rsplit("/", 1)[1]
-    shutil.copy(FIXTURES / "v0.2.0-postgres" / "ledger.sql", tmp_path / "ledger.sql")
-    restored = subprocess.run(
-        pg_server.psql_args(dbname) + ["-f", str(tmp_path / "ledger.sql")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert restored.returncode == 0, restored.stderr
+    pg_server.restore(pg_url, FIXTURES / "v0.2.0-postgres" / "ledger.sql")
     role = f"waymark_runner_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url.replace("+psycopg", ""), autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {role} LOGIN")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
 import threading
 import uuid
 from pathlib import Path
@@ -42,14 +41,7 @@ def _old_sqlite(tmp_path: Path, release: str = "v0.1.0") -> str:
 
 
 def _old_postgres(pg_server: PgServer, pg_url: str, release: str = "v0.1.0") -> str:
-    dbname = pg_url.rsplit("/", 1)[1]
-    restored = subprocess.run(
-        pg_server.psql_args(dbname) + ["-f", str(FIXTURES / f"{release}-postgres" / "ledger.sql")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert restored.returncode == 0, restored.stderr
+    pg_server.restore(pg_url, FIXTURES / f"{release}-postgres" / "ledger.sql")
     return pg_url
 
 

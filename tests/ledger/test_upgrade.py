@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -59,12 +58,5 @@ def test_a_postgres_ledger_of_an_earlier_release_resumes(
 ) -> None:
     work = tmp_path / "plan"
     shutil.copytree(FIXTURES / f"{release}-postgres", work)
-    dbname = pg_url.rsplit("/", 1)[1]
-    restored = subprocess.run(
-        pg_server.psql_args(dbname) + ["-f", str(work / "ledger.sql")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert restored.returncode == 0, restored.stderr
+    pg_server.restore(pg_url, work / "ledger.sql")
     _resume_and_check(work, "--ledger", pg_url)
